@@ -1,0 +1,152 @@
+//! The command line of shared/ukue-contract.md, as clap definitions.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use ukue::ListState;
+
+use super::duration;
+
+#[derive(Debug, Parser)]
+#[command(name = "ukue", about = "A job queue in one SQLite file", disable_version_flag = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Create an empty ukue file (or add the tables to a SQLite database)
+    Init { file: PathBuf },
+    /// Add a job; prints its id
+    Add(AddArgs),
+    /// Run a command once per job until stopped
+    Work(WorkArgs),
+    /// Counts per queue
+    Stats {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Jobs in id order
+    List(ListArgs),
+    /// One job with its payload and last error
+    Show {
+        file: PathBuf,
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send dead jobs back to ready, attempts reset to 0
+    Retry {
+        file: PathBuf,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<i64>,
+        /// Every dead job
+        #[arg(long)]
+        all: bool,
+        /// With --all: only this queue
+        #[arg(long, requires = "all", value_parser = queue_name)]
+        queue: Option<String>,
+    },
+    /// Delete dead or done jobs
+    Purge {
+        file: PathBuf,
+        #[arg(long, value_parser = ["dead", "done"])]
+        state: String,
+        #[arg(long, value_parser = queue_name)]
+        queue: Option<String>,
+    },
+    /// Delete jobs in any state
+    Delete {
+        file: PathBuf,
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+    /// Print the version
+    Version,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    pub file: PathBuf,
+    #[arg(value_parser = queue_name)]
+    pub queue: String,
+    /// The payload; read from stdin when left out or `-`
+    pub payload: Option<OsString>,
+    /// Run no sooner than this from now (Go syntax: 30s, 5m)
+    #[arg(long, value_parser = duration::parse, conflicts_with = "at")]
+    pub delay: Option<Duration>,
+    /// Run no sooner than this time (RFC 3339)
+    #[arg(long, value_parser = super::time::parse)]
+    pub at: Option<i64>,
+    /// How many times the job may be tried
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
+    pub attempts: Option<i64>,
+    /// Higher runs first (-100..100)
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(-100..=100))]
+    pub priority: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    pub file: PathBuf,
+    #[arg(value_parser = queue_name)]
+    pub queue: String,
+    /// Jobs run at once
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Each claim's lease, renewed every third of it
+    #[arg(long, default_value = "1m", value_parser = positive_duration)]
+    pub lease: Duration,
+    /// Stop a command that runs longer, and fail the attempt (0: none)
+    #[arg(long, default_value = "0", value_parser = duration::parse)]
+    pub timeout: Duration,
+    /// How often to look for jobs when there are none
+    #[arg(long, default_value = "1s", value_parser = positive_duration)]
+    pub poll: Duration,
+    /// After SIGINT or SIGTERM, how long running commands may go on
+    #[arg(long, default_value = "30s", value_parser = duration::parse)]
+    pub grace: Duration,
+    /// Keep finished jobs as done instead of deleting them
+    #[arg(long)]
+    pub keep_done: bool,
+    /// Print only errors
+    #[arg(long)]
+    pub quiet: bool,
+    /// The command to run for each job, after `--`
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    pub file: PathBuf,
+    #[arg(long, value_parser = queue_name)]
+    pub queue: Option<String>,
+    /// ready, delayed, running, dead or done
+    #[arg(long)]
+    pub state: Option<ListState>,
+    #[arg(long, default_value = "50", value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub limit: i64,
+    /// Only jobs with a larger id
+    #[arg(long, default_value = "0")]
+    pub after: i64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn queue_name(text: &str) -> Result<String, String> {
+    ukue::validate::queue(text).map_err(|e| e.to_string())?;
+    Ok(text.to_string())
+}
+
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = duration::parse(text)?;
+    if d < Duration::from_millis(1) {
+        return Err(format!("{text:?} is too short (at least 1ms)"));
+    }
+    Ok(d)
+}

@@ -1,0 +1,256 @@
+//! The `ukue` command line: one function per command.
+
+pub mod args;
+pub mod duration;
+pub mod output;
+pub mod time;
+pub mod work;
+
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use ukue::worker::{Worker, WorkerOptions};
+use ukue::{Access, ListFilter, NewJob, OpenOptions, State, Ukue, FORMAT_VERSION};
+
+use args::{AddArgs, Cmd, ListArgs, WorkArgs};
+use output::{escape, table, JobJson, ListJson, StatsJson};
+
+impl Cmd {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Cmd::Init { .. } => "init",
+            Cmd::Add(_) => "add",
+            Cmd::Work(_) => "work",
+            Cmd::Stats { .. } => "stats",
+            Cmd::List(_) => "list",
+            Cmd::Show { .. } => "show",
+            Cmd::Retry { .. } => "retry",
+            Cmd::Purge { .. } => "purge",
+            Cmd::Delete { .. } => "delete",
+            Cmd::Version => "version",
+        }
+    }
+}
+
+/// Runs one command; what it prints goes to `out`.
+pub fn run(cmd: Cmd, out: &mut dyn Write) -> Result<()> {
+    match cmd {
+        Cmd::Init { file } => init(&file, out),
+        Cmd::Add(args) => add(args, out),
+        Cmd::Work(args) => work(args),
+        Cmd::Stats { file, json } => stats(&file, json, out),
+        Cmd::List(args) => list(args, out),
+        Cmd::Show { file, id, json } => show(&file, id, json, out),
+        Cmd::Retry { file, ids, all, queue } => retry(&file, &ids, all, queue.as_deref(), out),
+        Cmd::Purge { file, state, queue } => purge(&file, &state, queue.as_deref(), out),
+        Cmd::Delete { file, ids } => delete(&file, &ids, out),
+        Cmd::Version => {
+            writeln!(out, "ukue {} (file format {FORMAT_VERSION})", env!("CARGO_PKG_VERSION"))?;
+            Ok(())
+        }
+    }
+}
+
+fn open(file: &Path) -> Result<Ukue> {
+    Ok(Ukue::open(file)?)
+}
+
+fn init(file: &Path, out: &mut dyn Write) -> Result<()> {
+    OpenOptions::default().access(Access::AddTables).open(file)?;
+    writeln!(out, "{} is ready (ukue file format {FORMAT_VERSION})", file.display())?;
+    Ok(())
+}
+
+fn add(args: AddArgs, out: &mut dyn Write) -> Result<()> {
+    let payload = match args.payload.as_deref() {
+        Some(p) if p != "-" => p.as_bytes().to_vec(),
+        _ => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).context("reading the payload from stdin")?;
+            bytes
+        }
+    };
+    let mut job = NewJob::new(args.queue, payload);
+    if let Some(p) = args.priority {
+        job = job.priority(p);
+    }
+    if let Some(n) = args.attempts {
+        job = job.max_attempts(n);
+    }
+    if let Some(delay) = args.delay {
+        job = job.delay_ms(duration::millis(delay));
+    }
+    if let Some(at) = args.at {
+        job = job.run_at(at);
+    }
+    // Validate before the file is created, so bad input writes nothing.
+    job.validate()?;
+    let mut file = OpenOptions::default().access(Access::Create).open(&args.file)?;
+    let id = file.add(&job)?;
+    writeln!(out, "{id}")?;
+    Ok(())
+}
+
+fn work(args: WorkArgs) -> Result<()> {
+    let options = WorkerOptions {
+        concurrency: usize::from(args.concurrency),
+        lease: duration::millis(args.lease),
+        poll: args.poll,
+        grace: args.grace,
+        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
+        keep_done: args.keep_done,
+    };
+    // Refuse a bad file before anything starts.
+    drop(open(&args.file)?);
+    let worker = Worker::new(&args.file, &args.queue, options);
+    let stopper = worker.stopper();
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+            .context("installing signal handlers")?;
+    let signal_handle = signals.handle();
+    let listener = std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            stopper.stop();
+        }
+    });
+    let handler =
+        work::CommandHandler { file: args.file.clone(), queue: args.queue.clone(), command: args.command };
+    let quiet = args.quiet;
+    let result = worker.run(&handler, &|event| work::report(event, quiet));
+    signal_handle.close();
+    let _ = listener.join();
+    Ok(result?)
+}
+
+fn stats(file: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
+    let stats = open(file)?.stats()?;
+    if json {
+        serde_json::to_writer(&mut *out, &StatsJson::new(&stats))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if stats.is_empty() {
+        writeln!(out, "no jobs")?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = stats
+        .iter()
+        .map(|s| {
+            vec![
+                escape(&s.queue),
+                s.ready.to_string(),
+                s.delayed.to_string(),
+                s.running.to_string(),
+                s.expired.to_string(),
+                s.dead.to_string(),
+                s.done.to_string(),
+                s.oldest_due.map(time::format).unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let header = ["QUEUE", "READY", "DELAYED", "RUNNING", "EXPIRED", "DEAD", "DONE", "OLDEST DUE"];
+    out.write_all(table(&header, &rows).as_bytes())?;
+    Ok(())
+}
+
+fn list(args: ListArgs, out: &mut dyn Write) -> Result<()> {
+    let file = open(&args.file)?;
+    let filter = ListFilter { queue: args.queue, state: args.state, after: args.after, limit: args.limit };
+    let jobs = file.list(&filter)?;
+    if args.json {
+        serde_json::to_writer(&mut *out, &ListJson { jobs: jobs.iter().map(JobJson::from).collect() })?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let now = file.now();
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            let state = if j.state == State::Ready && j.run_at > now { "delayed" } else { j.state.as_str() };
+            vec![
+                j.id.to_string(),
+                escape(&j.queue),
+                state.to_string(),
+                j.priority.to_string(),
+                format!("{}/{}", j.attempts, j.max_attempts),
+                time::format(j.run_at),
+                j.last_error.as_deref().map(escape).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = ["ID", "QUEUE", "STATE", "PRIORITY", "ATTEMPTS", "RUN AT", "LAST ERROR"];
+    out.write_all(table(&header, &rows).as_bytes())?;
+    Ok(())
+}
+
+fn show(file: &Path, id: i64, json: bool, out: &mut dyn Write) -> Result<()> {
+    let Some(job) = open(file)?.get(id)? else {
+        bail!("job {id}: no such job");
+    };
+    if json {
+        serde_json::to_writer(&mut *out, &JobJson::from(&job))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let opt_time = |t: Option<i64>| t.map(time::format).unwrap_or_else(|| "-".into());
+    let lines = [
+        ("id", job.id.to_string()),
+        ("queue", escape(&job.queue)),
+        ("state", job.state.to_string()),
+        ("priority", job.priority.to_string()),
+        ("attempts", format!("{} of {}", job.attempts, job.max_attempts)),
+        ("run at", time::format(job.run_at)),
+        ("lease until", opt_time(job.lease_until)),
+        ("created at", time::format(job.created_at)),
+        ("updated at", time::format(job.updated_at)),
+        ("last error", job.last_error.as_deref().map(escape).unwrap_or_else(|| "-".into())),
+        ("payload", output::payload_text(&job.payload)),
+    ];
+    for (key, value) in lines {
+        writeln!(out, "{:<12} {value}", format!("{key}:"))?;
+    }
+    Ok(())
+}
+
+fn retry(file: &Path, ids: &[i64], all: bool, queue: Option<&str>, out: &mut dyn Write) -> Result<()> {
+    let mut file = open(file)?;
+    if all {
+        let n = file.retry_all(queue)?;
+        writeln!(out, "{n} dead job(s) ready again")?;
+        return Ok(());
+    }
+    each_id(ids, out, |id| file.retry(id).map(|()| format!("job {id} is ready again")))
+}
+
+fn purge(file: &Path, state: &str, queue: Option<&str>, out: &mut dyn Write) -> Result<()> {
+    let state: State = state.parse().map_err(anyhow::Error::msg)?;
+    let n = open(file)?.purge(state, queue)?;
+    writeln!(out, "deleted {n} {state} job(s)")?;
+    Ok(())
+}
+
+fn delete(file: &Path, ids: &[i64], out: &mut dyn Write) -> Result<()> {
+    let mut file = open(file)?;
+    each_id(ids, out, |id| file.delete(id).map(|()| format!("deleted job {id}")))
+}
+
+/// Applies `step` to every id; reports each, and fails at the end when any did.
+fn each_id(
+    ids: &[i64],
+    out: &mut dyn Write,
+    mut step: impl FnMut(i64) -> ukue::Result<String>,
+) -> Result<()> {
+    let mut failures = Vec::new();
+    for &id in ids {
+        match step(id) {
+            Ok(line) => writeln!(out, "{line}")?,
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if !failures.is_empty() {
+        bail!("{}", failures.join("; "));
+    }
+    Ok(())
+}

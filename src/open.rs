@@ -1,0 +1,255 @@
+//! Opening a file: the refusal checks of FORMAT.md §2.3, and adding the
+//! tables (§3.3). The checks only read, so a refused file is unchanged.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Refusal, Result, FORMAT_VERSION};
+use crate::file::Ukue;
+use crate::spec::{Spec, Stmt};
+
+/// What opening may do to a path that holds no ukue file yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only an existing ukue file (every command but `init` and `add`).
+    Existing,
+    /// Create the file when the path does not exist or is empty (`add`).
+    Create,
+    /// Also add the tables to an existing SQLite database (`init`, and an
+    /// application's own database).
+    AddTables,
+}
+
+/// Options for opening; [`Ukue::open`] and friends use the defaults.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    pub access: Access,
+    pub clock: Arc<dyn Clock>,
+    pub spec: Arc<Spec>,
+    /// Written to `ukue_meta.created_by` when the tables are added.
+    pub created_by: String,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            access: Access::Existing,
+            clock: Arc::new(SystemClock),
+            spec: Spec::builtin(),
+            created_by: format!("ukue {} (Rust)", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl OpenOptions {
+    pub fn access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+    pub fn spec(mut self, spec: Arc<Spec>) -> Self {
+        self.spec = spec;
+        self
+    }
+
+    /// Opens the file at `path`.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Ukue> {
+        let path = path.as_ref();
+        let absent = match std::fs::metadata(path) {
+            Ok(meta) => meta.len() == 0,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(e.into()),
+        };
+        if !path.exists() && self.access == Access::Existing {
+            return Err(Refusal::NotFound { path: path.to_path_buf() }.into());
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if self.access != Access::Existing {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(path, flags)?;
+        // `add` adds the tables only to a new file; an empty one counts as
+        // new, since there is nothing in it to lose.
+        let access = match self.access {
+            Access::Create if absent => Access::AddTables,
+            Access::Create => Access::Existing,
+            other => other,
+        };
+        self.access(access).attach_at(conn, path.to_path_buf())
+    }
+
+    /// Uses the caller's connection, so the tables may sit inside an
+    /// application's database. Sets the connection's busy timeout and
+    /// synchronous mode (FORMAT.md §4.1).
+    pub fn attach(self, conn: Connection) -> Result<Ukue> {
+        let path = conn.path().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(":memory:"));
+        self.attach_at(conn, path)
+    }
+
+    fn attach_at(self, conn: Connection, path: PathBuf) -> Result<Ukue> {
+        let mut checker = Checker { conn: &conn, spec: &self.spec, path: &path };
+        checker.run(Stmt::SetBusyTimeout)?;
+        checker.run(Stmt::SetSynchronous)?;
+        match checker.tables()? {
+            Tables::Both => checker.check_version()?,
+            Tables::None if self.access == Access::AddTables => {}
+            Tables::None => return Err(Refusal::NotUkue { path }.into()),
+            Tables::One { present, missing } => {
+                return Err(Refusal::PartialSchema { path, present, missing }.into())
+            }
+        }
+        // The checks have passed: only now may anything be written.
+        checker.ensure_wal()?;
+        checker.add_tables(&self.created_by, self.clock.now_ms())?;
+        Ok(Ukue::new(conn, path, self.clock, self.spec))
+    }
+}
+
+enum Tables {
+    None,
+    Both,
+    One { present: String, missing: String },
+}
+
+struct Checker<'a> {
+    conn: &'a Connection,
+    spec: &'a Spec,
+    path: &'a Path,
+}
+
+impl Checker<'_> {
+    fn refusal(&self, e: rusqlite::Error) -> Error {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => Refusal::NotADatabase { path: self.path.to_path_buf() }.into(),
+            _ => e.into(),
+        }
+    }
+
+    fn run(&mut self, stmt: Stmt) -> Result<()> {
+        let mut st = self.conn.prepare_cached(self.spec.sql(stmt)).map_err(|e| self.refusal(e))?;
+        let mut rows = st.query([]).map_err(|e| self.refusal(e))?;
+        while rows.next().map_err(|e| self.refusal(e))?.is_some() {}
+        Ok(())
+    }
+
+    fn tables(&mut self) -> Result<Tables> {
+        let mut st =
+            self.conn.prepare_cached(self.spec.sql(Stmt::FindTables)).map_err(|e| self.refusal(e))?;
+        let names: Vec<String> = st
+            .query_map([], |row| row.get(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.refusal(e))?;
+        let has = |name: &str| names.iter().any(|n| n == name);
+        Ok(match (has("ukue_meta"), has("ukue_jobs")) {
+            (true, true) => Tables::Both,
+            (false, false) => Tables::None,
+            (true, false) => Tables::One { present: "ukue_meta".into(), missing: "ukue_jobs".into() },
+            (false, true) => Tables::One { present: "ukue_jobs".into(), missing: "ukue_meta".into() },
+        })
+    }
+
+    fn check_version(&mut self) -> Result<()> {
+        let path = self.path.to_path_buf();
+        let value: Option<String> = self
+            .conn
+            .prepare_cached(self.spec.sql(Stmt::ReadVersion))?
+            .query_row([], |row| row.get::<_, rusqlite::types::Value>(0))
+            .optional()?
+            .map(|v| match v {
+                rusqlite::types::Value::Text(t) => t,
+                rusqlite::types::Value::Integer(i) => i.to_string(),
+                rusqlite::types::Value::Real(r) => r.to_string(),
+                rusqlite::types::Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+                rusqlite::types::Value::Null => String::new(),
+            });
+        let value = value.ok_or(Refusal::MissingVersion { path: path.clone() })?;
+        let version =
+            parse_version(&value).ok_or_else(|| Refusal::BadVersion { path: path.clone(), value })?;
+        if version > FORMAT_VERSION {
+            return Err(Refusal::NewerVersion { path, found: version, known: FORMAT_VERSION }.into());
+        }
+        Ok(())
+    }
+
+    fn ensure_wal(&mut self) -> Result<()> {
+        let mode: String =
+            self.conn.prepare_cached(self.spec.sql(Stmt::ReadJournalMode))?.query_row([], |r| r.get(0))?;
+        // In-memory databases cannot use WAL; they report "memory".
+        if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+            self.run(Stmt::SetWal)?;
+        }
+        Ok(())
+    }
+
+    /// FORMAT.md §3.3; does nothing when the tables are there.
+    fn add_tables(&mut self, created_by: &str, now: i64) -> Result<()> {
+        if matches!(self.tables()?, Tables::Both) {
+            return Ok(());
+        }
+        self.run(Stmt::BeginImmediate)?;
+        let result = self.add_tables_in_transaction(created_by, now);
+        match result {
+            Ok(()) => self.run(Stmt::Commit),
+            Err(e) => {
+                let _ = self.run(Stmt::Rollback);
+                Err(e)
+            }
+        }
+    }
+
+    fn add_tables_in_transaction(&mut self, created_by: &str, now: i64) -> Result<()> {
+        match self.tables()? {
+            // Another program added them since we looked.
+            Tables::Both => return self.check_version(),
+            Tables::One { present, missing } => {
+                return Err(Refusal::PartialSchema { path: self.path.to_path_buf(), present, missing }.into())
+            }
+            Tables::None => {}
+        }
+        let objects: i64 =
+            self.conn.prepare_cached(self.spec.sql(Stmt::CountSchema))?.query_row([], |r| r.get(0))?;
+        if objects == 0 {
+            self.run(Stmt::SetApplicationId)?;
+        }
+        for stmt in Stmt::SCHEMA {
+            self.run(*stmt)?;
+        }
+        let mut insert = self.conn.prepare_cached(self.spec.sql(Stmt::InsertMeta))?;
+        for (key, value) in [
+            ("format_version", FORMAT_VERSION.to_string()),
+            ("created_at", now.to_string()),
+            ("created_by", created_by.to_string()),
+        ] {
+            insert.execute(rusqlite::named_params! {":key": key, ":value": value})?;
+        }
+        Ok(())
+    }
+}
+
+/// A format version is the decimal text of a whole number from 1.
+fn parse_version(text: &str) -> Option<i64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().filter(|v| *v >= 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_version;
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version("1"), Some(1));
+        assert_eq!(parse_version("2"), Some(2));
+        for bad in ["", "0", "abc", "-1", "1.0", " 1", "99999999999999999999"] {
+            assert_eq!(parse_version(bad), None, "{bad:?}");
+        }
+    }
+}

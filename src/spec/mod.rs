@@ -1,0 +1,93 @@
+//! The SQL of spec/FORMAT.md, as the reference runs it.
+//!
+//! FORMAT.md is embedded at build time and every statement the library
+//! runs is looked up here by name; no SQL text lives anywhere else in the
+//! library. [`Spec::from_markdown`] loads another version of the page, so
+//! that tests can check that an edit to FORMAT.md is caught.
+
+pub mod markdown;
+mod names;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+pub use names::Stmt;
+
+use crate::error::Error;
+
+/// The text of spec/FORMAT.md that this library was built with.
+pub const FORMAT_MD: &str = include_str!("../../spec/FORMAT.md");
+
+/// The statements of one version of FORMAT.md, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    sql: BTreeMap<Stmt, String>,
+    examples: Vec<String>,
+}
+
+impl Spec {
+    /// The statements of the FORMAT.md this library was built with.
+    pub fn builtin() -> Arc<Spec> {
+        static BUILTIN: OnceLock<Arc<Spec>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                // build.rs parses the same text with the same code, so this
+                // cannot fail in a library that compiled.
+                Arc::new(Spec::from_markdown(FORMAT_MD).expect("spec/FORMAT.md was checked by build.rs"))
+            })
+            .clone()
+    }
+
+    /// Parses a FORMAT.md: every statement the reference runs must be
+    /// there exactly once, and no other named statement.
+    pub fn from_markdown(markdown: &str) -> Result<Spec, Error> {
+        let mut sql = BTreeMap::new();
+        let mut examples = Vec::new();
+        for block in markdown::sql_blocks(markdown).map_err(Error::Spec)? {
+            if block.name == markdown::EXAMPLE {
+                examples.push(block.sql);
+                continue;
+            }
+            let stmt = Stmt::from_name(&block.name).ok_or_else(|| {
+                Error::Spec(format!(
+                    "FORMAT.md line {}: `{}` is not a statement the reference knows",
+                    block.line, block.name
+                ))
+            })?;
+            if sql.insert(stmt, block.sql).is_some() {
+                return Err(Error::Spec(format!(
+                    "FORMAT.md line {}: statement `{}` is given twice",
+                    block.line, block.name
+                )));
+            }
+        }
+        let missing: Vec<&str> =
+            Stmt::ALL.iter().filter(|s| !sql.contains_key(*s)).map(|s| s.name()).collect();
+        if !missing.is_empty() {
+            return Err(Error::Spec(format!("FORMAT.md lacks the statements {}", missing.join(", "))));
+        }
+        Ok(Spec { sql, examples })
+    }
+
+    /// The SQL text of one statement.
+    pub fn sql(&self, stmt: Stmt) -> &str {
+        &self.sql[&stmt]
+    }
+
+    /// The `sql example` blocks, which the reference does not run.
+    pub fn examples(&self) -> &[String] {
+        &self.examples
+    }
+
+    /// Every named statement with its text.
+    pub fn statements(&self) -> impl Iterator<Item = (Stmt, &str)> {
+        self.sql.iter().map(|(s, q)| (*s, q.as_str()))
+    }
+
+    /// A copy with one statement's text replaced (for mutation tests).
+    pub fn with(&self, stmt: Stmt, text: impl Into<String>) -> Spec {
+        let mut copy = self.clone();
+        copy.sql.insert(stmt, text.into());
+        copy
+    }
+}

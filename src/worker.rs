@@ -1,0 +1,451 @@
+//! The worker loop: claim, run, renew, finish — with several jobs at once
+//! and a graceful stop that gives unfinished jobs back.
+//!
+//! Every wait in here is on one condition variable per worker, so a stop
+//! request, a job's end, a lost lease and a timeout all wake whoever waits
+//! at once, with no polling.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::job::{Claim, Claimed, Failed, Retry, DEFAULT_LEASE_MS};
+use crate::open::OpenOptions;
+use crate::validate;
+use crate::Ukue;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    pub concurrency: usize,
+    /// Each claim's lease; renewed every third of it while the job runs.
+    pub lease: Millis,
+    /// How often an idle worker looks for a job (sooner when the queue's
+    /// next job is due sooner).
+    pub poll: Duration,
+    /// After a stop request, how long running jobs may go on.
+    pub grace: Duration,
+    /// A job still running after this long is stopped and fails.
+    pub timeout: Option<Duration>,
+    /// Keep finished jobs as `done` instead of deleting them.
+    pub keep_done: bool,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 1,
+            lease: DEFAULT_LEASE_MS,
+            poll: Duration::from_secs(1),
+            grace: Duration::from_secs(30),
+            timeout: None,
+            keep_done: false,
+        }
+    }
+}
+
+/// What a handler made of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Finish,
+    Fail {
+        error: String,
+        retry: Retry,
+    },
+    /// Give the job back without counting the attempt.
+    Release,
+}
+
+/// Why a running job must stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Another worker may hold the job now: do not finish it.
+    LeaseLost,
+    /// The job ran longer than the timeout.
+    Timeout,
+    /// The worker is stopping and the grace period is over.
+    Shutdown,
+}
+
+/// What the worker tells its caller, as it happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Claimed { id: i64, attempt: i64 },
+    Finished { id: i64, elapsed: Duration },
+    Failed { id: i64, error: String, to: Failed },
+    Released { id: i64 },
+    LeaseLost { id: i64 },
+    Stopping { reason: StopReason, id: i64 },
+    Error { message: String },
+}
+
+/// Runs one job. Long-running handlers watch `control` and stop soon
+/// after it reports a [`StopReason`].
+pub trait Handler: Send + Sync {
+    fn handle(&self, job: &Claimed, control: &JobControl) -> Outcome;
+}
+
+impl<F> Handler for F
+where
+    F: Fn(&Claimed, &JobControl) -> Outcome + Send + Sync,
+{
+    fn handle(&self, job: &Claimed, control: &JobControl) -> Outcome {
+        self(job, control)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    stop: Option<StopReason>,
+    /// The handler has returned; the supervisor may end.
+    done: bool,
+    /// Bumped by [`JobControl::wake`].
+    wakes: u64,
+}
+
+#[derive(Debug, Default)]
+struct WorkerState {
+    stop_requested_at: Option<Instant>,
+    slots: Vec<Slot>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<WorkerState>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, WorkerState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits until `done` says so or `deadline` passes; returns the guard.
+    fn wait_until<'a>(
+        &'a self,
+        mut guard: MutexGuard<'a, WorkerState>,
+        deadline: Instant,
+        mut done: impl FnMut(&WorkerState) -> bool,
+    ) -> MutexGuard<'a, WorkerState> {
+        while !done(&guard) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            guard = self
+                .changed
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+        guard
+    }
+}
+
+/// Asks a running worker to stop; cheap to clone and send to a signal
+/// handler thread.
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl Stopper {
+    /// Stop claiming; running jobs get the grace period, then are stopped
+    /// and given back.
+    pub fn stop(&self) {
+        let mut state = self.0.lock();
+        state.stop_requested_at.get_or_insert_with(Instant::now);
+        self.0.changed.notify_all();
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.0.lock().stop_requested_at.is_some()
+    }
+}
+
+/// A handler's view of its job's fate.
+#[derive(Debug, Clone)]
+pub struct JobControl {
+    shared: Arc<Shared>,
+    slot: usize,
+}
+
+impl JobControl {
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.shared.lock().slots[self.slot].stop
+    }
+
+    /// Waits up to `timeout` for a new stop reason or a
+    /// [`JobControl::wake`]; returns the stop reason, if any.
+    pub fn wait(&self, timeout: Duration) -> Option<StopReason> {
+        let guard = self.shared.lock();
+        let slot = self.slot;
+        let (stop, wakes) = (guard.slots[slot].stop, guard.slots[slot].wakes);
+        let guard = self.shared.wait_until(guard, Instant::now() + timeout, |s| {
+            s.slots[slot].stop != stop || s.slots[slot].wakes != wakes
+        });
+        guard.slots[slot].stop
+    }
+
+    /// Wakes the handler's own [`JobControl::wait`] (for example from a
+    /// thread that saw the job's process end).
+    pub fn wake(&self) {
+        let mut state = self.shared.lock();
+        state.slots[self.slot].wakes += 1;
+        self.shared.changed.notify_all();
+    }
+
+    fn set_stop(&self, reason: StopReason) {
+        let mut state = self.shared.lock();
+        state.slots[self.slot].stop.get_or_insert(reason);
+        self.shared.changed.notify_all();
+    }
+}
+
+/// A worker on one queue of one file.
+pub struct Worker {
+    path: PathBuf,
+    queue: String,
+    options: WorkerOptions,
+    open: OpenOptions,
+    shared: Arc<Shared>,
+}
+
+impl Worker {
+    pub fn new(path: impl Into<PathBuf>, queue: impl Into<String>, options: WorkerOptions) -> Self {
+        Worker {
+            path: path.into(),
+            queue: queue.into(),
+            options,
+            open: OpenOptions::default(),
+            shared: Arc::default(),
+        }
+    }
+
+    /// Opens connections with these options (a test clock, say).
+    pub fn open_options(mut self, open: OpenOptions) -> Self {
+        self.open = open;
+        self
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.shared.clone())
+    }
+
+    /// Runs until [`Stopper::stop`], then returns once every job has been
+    /// finished, failed or given back. Refuses a file it cannot open
+    /// before it starts anything.
+    pub fn run(&self, handler: &dyn Handler, events: &(dyn Fn(Event) + Sync)) -> Result<()> {
+        validate::queue(&self.queue)?;
+        validate::lease(self.options.lease)?;
+        let concurrency = self.options.concurrency.max(1);
+        let connections = (0..concurrency)
+            .map(|_| self.open.clone().open(&self.path).map(|u| Arc::new(Mutex::new(u))))
+            .collect::<Result<Vec<_>>>()?;
+        self.shared.lock().slots = (0..concurrency).map(|_| Slot::default()).collect();
+        thread::scope(|scope| {
+            for (slot, conn) in connections.into_iter().enumerate() {
+                let runner = SlotRunner { worker: self, slot, conn, handler, events };
+                scope.spawn(move || runner.run());
+            }
+        });
+        Ok(())
+    }
+}
+
+struct SlotRunner<'a> {
+    worker: &'a Worker,
+    slot: usize,
+    conn: Arc<Mutex<Ukue>>,
+    handler: &'a dyn Handler,
+    events: &'a (dyn Fn(Event) + Sync),
+}
+
+fn lock(conn: &Mutex<Ukue>) -> MutexGuard<'_, Ukue> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A short pause before trying a step again after a busy file.
+const BUSY_RETRY: Duration = Duration::from_millis(50);
+
+impl SlotRunner<'_> {
+    fn options(&self) -> &WorkerOptions {
+        &self.worker.options
+    }
+
+    fn control(&self) -> JobControl {
+        JobControl { shared: self.worker.shared.clone(), slot: self.slot }
+    }
+
+    fn run(&self) {
+        loop {
+            if self.stopping() {
+                return;
+            }
+            let claim = lock(&self.conn).claim_next(&self.worker.queue, self.options().lease);
+            match claim {
+                Ok(Claim::Job(job)) => self.run_job(job),
+                Ok(Claim::Empty { next_due }) => self.idle(next_due),
+                Err(e) if e.is_busy() => self.idle_for(BUSY_RETRY),
+                Err(e) => {
+                    (self.events)(Event::Error { message: format!("claim: {e}") });
+                    self.idle_for(self.options().poll);
+                }
+            }
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.worker.shared.lock().stop_requested_at.is_some()
+    }
+
+    fn idle(&self, next_due: Option<Millis>) {
+        let mut wait = self.options().poll;
+        if let Some(due) = next_due {
+            let now = lock(&self.conn).now();
+            let until_due = Duration::from_millis(due.saturating_sub(now).max(0) as u64);
+            wait = wait.min(until_due.max(Duration::from_millis(1)));
+        }
+        self.idle_for(wait);
+    }
+
+    fn idle_for(&self, wait: Duration) {
+        let guard = self.worker.shared.lock();
+        drop(self.worker.shared.wait_until(guard, Instant::now() + wait, |s| s.stop_requested_at.is_some()));
+    }
+
+    fn run_job(&self, job: Claimed) {
+        (self.events)(Event::Claimed { id: job.id, attempt: job.attempt });
+        {
+            let mut state = self.worker.shared.lock();
+            state.slots[self.slot] = Slot::default();
+        }
+        let control = self.control();
+        let started = Instant::now();
+        thread::scope(|scope| {
+            scope.spawn(|| self.supervise(&job, started));
+            let outcome = self.handler.handle(&job, &control);
+            self.settle(&job, outcome, started);
+        });
+    }
+
+    /// Renews the lease every third of it, and stops the job on a lost
+    /// lease, a timeout or the end of the grace period.
+    fn supervise(&self, job: &Claimed, started: Instant) {
+        let control = self.control();
+        let renew_every = Duration::from_millis((self.options().lease / 3).max(1) as u64);
+        let mut next_renew = started + renew_every;
+        let timeout_at = self.options().timeout.map(|t| started + t);
+        loop {
+            let guard = self.worker.shared.lock();
+            let grace_at = guard.stop_requested_at.map(|at| at + self.worker.options.grace);
+            let stopped = guard.slots[self.slot].stop;
+            // Once the job is being stopped, only renewals remain to wait for.
+            let deadline = match stopped {
+                Some(_) => next_renew,
+                None => {
+                    [Some(next_renew), timeout_at, grace_at].into_iter().flatten().min().unwrap_or(next_renew)
+                }
+            };
+            let slot = self.slot;
+            let requested = guard.stop_requested_at;
+            let guard = self.worker.shared.wait_until(guard, deadline, |s| {
+                s.slots[slot].done || s.stop_requested_at != requested || s.slots[slot].stop != stopped
+            });
+            if guard.slots[slot].done || guard.slots[slot].stop == Some(StopReason::LeaseLost) {
+                return;
+            }
+            drop(guard);
+            let now = Instant::now();
+            if timeout_at.is_some_and(|t| now >= t) && control.stop_reason().is_none() {
+                (self.events)(Event::Stopping { reason: StopReason::Timeout, id: job.id });
+                control.set_stop(StopReason::Timeout);
+            }
+            if grace_at.is_some_and(|t| now >= t) && control.stop_reason().is_none() {
+                (self.events)(Event::Stopping { reason: StopReason::Shutdown, id: job.id });
+                control.set_stop(StopReason::Shutdown);
+            }
+            if now >= next_renew {
+                let mut file = lock(&self.conn);
+                // The job may have been settled while we waited for the file.
+                if self.worker.shared.lock().slots[self.slot].done {
+                    return;
+                }
+                match file.renew(job.id, &job.token, self.options().lease) {
+                    Ok(_) => next_renew = now + renew_every,
+                    Err(Error::LeaseLost { .. }) => {
+                        (self.events)(Event::LeaseLost { id: job.id });
+                        control.set_stop(StopReason::LeaseLost);
+                        return;
+                    }
+                    Err(e) if e.is_busy() => next_renew = now + BUSY_RETRY,
+                    Err(e) => {
+                        (self.events)(Event::Error { message: format!("renew job {}: {e}", job.id) });
+                        next_renew = now + BUSY_RETRY.max(renew_every / 10);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the outcome; retries while the file is busy (the supervisor
+    /// keeps the lease meanwhile).
+    fn settle(&self, job: &Claimed, outcome: Outcome, started: Instant) {
+        let event = self.settle_step(job, outcome, started);
+        if let Some(event) = event {
+            (self.events)(event);
+        }
+    }
+
+    /// Marks the job done for the supervisor; call with the file locked,
+    /// so that no renewal slips in after the last step.
+    fn mark_done(&self) {
+        let mut state = self.worker.shared.lock();
+        state.slots[self.slot].done = true;
+        self.worker.shared.changed.notify_all();
+    }
+
+    fn settle_step(&self, job: &Claimed, outcome: Outcome, started: Instant) -> Option<Event> {
+        let control = self.control();
+        let outcome = match control.stop_reason() {
+            Some(StopReason::LeaseLost) => {
+                self.mark_done();
+                return None;
+            }
+            Some(StopReason::Shutdown) if outcome != Outcome::Finish => Outcome::Release,
+            _ => outcome,
+        };
+        loop {
+            let result = {
+                let mut file = lock(&self.conn);
+                let result = match &outcome {
+                    Outcome::Finish => file
+                        .finish(job.id, &job.token, self.options().keep_done)
+                        .map(|()| Event::Finished { id: job.id, elapsed: started.elapsed() }),
+                    Outcome::Fail { error, retry } => file
+                        .fail(job.id, &job.token, error, *retry)
+                        .map(|to| Event::Failed { id: job.id, error: error.clone(), to }),
+                    Outcome::Release => {
+                        file.release(job.id, &job.token).map(|()| Event::Released { id: job.id })
+                    }
+                };
+                if !matches!(&result, Err(e) if e.is_busy()) {
+                    self.mark_done();
+                }
+                result
+            };
+            match result {
+                Ok(event) => return Some(event),
+                Err(Error::LeaseLost { id }) => return Some(Event::LeaseLost { id }),
+                Err(e) if e.is_busy() => {
+                    if control.wait(BUSY_RETRY) == Some(StopReason::LeaseLost) {
+                        self.mark_done();
+                        return Some(Event::LeaseLost { id: job.id });
+                    }
+                }
+                Err(e) => return Some(Event::Error { message: format!("job {}: {e}", job.id) }),
+            }
+        }
+    }
+}
