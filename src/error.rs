@@ -58,6 +58,9 @@ pub enum Invalid {
     Lease(i64),
     #[error("delay must not be negative, got {0} ms")]
     Delay(i64),
+    /// `now` plus this duration is past the largest time (i64 ms) a file holds.
+    #[error("{0} ms from now is past the largest time a ukue file can hold")]
+    TooLong(i64),
     #[error("purge takes state dead or done, got {0:?}")]
     PurgeState(String),
     #[error("list limit must be from 1 to 1000, got {0}")]

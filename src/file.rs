@@ -123,6 +123,7 @@ impl Ukue {
         validate::queue(queue)?;
         validate::lease(lease)?;
         let now = self.now();
+        within_range(now, lease)?;
         let token = token::new()?;
         self.write(|conn, spec| {
             conn.prepare_cached(spec.sql(Stmt::ReapDead))?.execute(named_params! {":now": now})?;
@@ -173,7 +174,7 @@ impl Ukue {
         let (permanent, retry_in) = match retry {
             Retry::Backoff => (false, None),
             Retry::After(ms) if ms < 0 => return Err(Invalid::Delay(ms).into()),
-            Retry::After(ms) => (false, Some(ms)),
+            Retry::After(ms) => (false, Some(within_range(now, ms)?)),
             Retry::Never => (true, None),
         };
         let row: Option<(String, Millis)> = self
@@ -199,6 +200,7 @@ impl Ukue {
     pub fn renew(&mut self, id: JobId, token: &str, lease: Millis) -> Result<Millis> {
         validate::lease(lease)?;
         let now = self.now();
+        within_range(now, lease)?;
         self.conn
             .prepare_cached(self.sql(Stmt::Renew))?
             .query_row(named_params! {":id": id, ":token": token, ":now": now, ":lease": lease}, |r| r.get(0))
@@ -319,6 +321,15 @@ fn insert(conn: &Connection, spec: &Spec, job: &NewJob, now: Millis) -> Result<J
         ":max_attempts": job.max_attempts, ":run_at": job.due_at(now), ":now": now,
     })?;
     Ok(conn.last_insert_rowid())
+}
+
+/// SQLite turns an INTEGER sum past i64::MAX into a REAL, and a REAL time
+/// is one that no reader accepts: `now + duration` must stay in range.
+fn within_range(now: Millis, duration: Millis) -> Result<Millis, Invalid> {
+    match now.checked_add(duration) {
+        Some(_) => Ok(duration),
+        None => Err(Invalid::TooLong(duration)),
+    }
 }
 
 fn held(changed: usize, id: JobId) -> Result<()> {

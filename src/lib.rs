@@ -14,6 +14,8 @@
 //! # Ok::<(), ukue::Error>(())
 //! ```
 
+#[doc(hidden)]
+pub mod cli;
 pub mod clock;
 pub mod error;
 mod file;

@@ -4,8 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::ListState;
 use clap::{Args, Parser, Subcommand};
-use ukue::ListState;
 
 use super::duration;
 
@@ -139,7 +139,7 @@ pub struct ListArgs {
 }
 
 fn queue_name(text: &str) -> Result<String, String> {
-    ukue::validate::queue(text).map_err(|e| e.to_string())?;
+    crate::validate::queue(text).map_err(|e| e.to_string())?;
     Ok(text.to_string())
 }
 

@@ -1,4 +1,6 @@
-//! The `ukue` command line: one function per command.
+//! The `ukue` command line (shared/ukue-contract.md): one function per
+//! command. It lives in the library so that test doubles (the harness's
+//! deliberately broken subjects) and the argument fuzzer can run it.
 
 pub mod args;
 pub mod duration;
@@ -9,10 +11,12 @@ pub mod work;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::process::ExitCode;
 
+use crate::worker::{Worker, WorkerOptions};
+use crate::{Access, ListFilter, NewJob, OpenOptions, State, Ukue, FORMAT_VERSION};
 use anyhow::{bail, Context, Result};
-use ukue::worker::{Worker, WorkerOptions};
-use ukue::{Access, ListFilter, NewJob, OpenOptions, State, Ukue, FORMAT_VERSION};
+use clap::Parser;
 
 use args::{AddArgs, Cmd, ListArgs, WorkArgs};
 use output::{escape, table, JobJson, ListJson, StatsJson};
@@ -34,18 +38,43 @@ impl Cmd {
     }
 }
 
+/// Parses the process's arguments and runs the command with the builtin
+/// FORMAT.md. Exit status: 0 success, 1 an error (message on stderr,
+/// starting `ukue COMMAND: `), 2 a usage error.
+pub fn main() -> ExitCode {
+    main_with(OpenOptions::default())
+}
+
+/// Like [`main`], opening files with `options` (another spec, say).
+pub fn main_with(options: OpenOptions) -> ExitCode {
+    let args = args::Cli::parse();
+    let name = args.command.name();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    // Returning (rather than exiting) drops every connection first, so
+    // SQLite removes the -wal and -shm files it made for a refused file.
+    match run(args.command, &options, &mut out).and_then(|()| Ok(out.flush()?)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ukue {name}: {}", escape(&format!("{e:#}")));
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Runs one command; what it prints goes to `out`.
-pub fn run(cmd: Cmd, out: &mut dyn Write) -> Result<()> {
+pub fn run(cmd: Cmd, options: &OpenOptions, out: &mut dyn Write) -> Result<()> {
+    let files = Files(options);
     match cmd {
-        Cmd::Init { file } => init(&file, out),
-        Cmd::Add(args) => add(args, out),
-        Cmd::Work(args) => work(args),
-        Cmd::Stats { file, json } => stats(&file, json, out),
-        Cmd::List(args) => list(args, out),
-        Cmd::Show { file, id, json } => show(&file, id, json, out),
-        Cmd::Retry { file, ids, all, queue } => retry(&file, &ids, all, queue.as_deref(), out),
-        Cmd::Purge { file, state, queue } => purge(&file, &state, queue.as_deref(), out),
-        Cmd::Delete { file, ids } => delete(&file, &ids, out),
+        Cmd::Init { file } => init(files, &file, out),
+        Cmd::Add(args) => add(files, args, out),
+        Cmd::Work(args) => work(files, args),
+        Cmd::Stats { file, json } => stats(files, &file, json, out),
+        Cmd::List(args) => list(files, args, out),
+        Cmd::Show { file, id, json } => show(files, &file, id, json, out),
+        Cmd::Retry { file, ids, all, queue } => retry(files, &file, &ids, all, queue.as_deref(), out),
+        Cmd::Purge { file, state, queue } => purge(files, &file, &state, queue.as_deref(), out),
+        Cmd::Delete { file, ids } => delete(files, &file, &ids, out),
         Cmd::Version => {
             writeln!(out, "ukue {} (file format {FORMAT_VERSION})", env!("CARGO_PKG_VERSION"))?;
             Ok(())
@@ -53,17 +82,26 @@ pub fn run(cmd: Cmd, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-fn open(file: &Path) -> Result<Ukue> {
-    Ok(Ukue::open(file)?)
+/// How the commands open files.
+#[derive(Clone, Copy)]
+struct Files<'a>(&'a OpenOptions);
+
+impl Files<'_> {
+    fn open(self, file: &Path) -> Result<Ukue> {
+        self.open_with(file, Access::Existing)
+    }
+    fn open_with(self, file: &Path, access: Access) -> Result<Ukue> {
+        Ok(self.0.clone().access(access).open(file)?)
+    }
 }
 
-fn init(file: &Path, out: &mut dyn Write) -> Result<()> {
-    OpenOptions::default().access(Access::AddTables).open(file)?;
+fn init(files: Files, file: &Path, out: &mut dyn Write) -> Result<()> {
+    files.open_with(file, Access::AddTables)?;
     writeln!(out, "{} is ready (ukue file format {FORMAT_VERSION})", file.display())?;
     Ok(())
 }
 
-fn add(args: AddArgs, out: &mut dyn Write) -> Result<()> {
+fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
     let payload = match args.payload.as_deref() {
         Some(p) if p != "-" => p.as_bytes().to_vec(),
         _ => {
@@ -87,13 +125,13 @@ fn add(args: AddArgs, out: &mut dyn Write) -> Result<()> {
     }
     // Validate before the file is created, so bad input writes nothing.
     job.validate()?;
-    let mut file = OpenOptions::default().access(Access::Create).open(&args.file)?;
+    let mut file = files.open_with(&args.file, Access::Create)?;
     let id = file.add(&job)?;
     writeln!(out, "{id}")?;
     Ok(())
 }
 
-fn work(args: WorkArgs) -> Result<()> {
+fn work(files: Files, args: WorkArgs) -> Result<()> {
     let options = WorkerOptions {
         concurrency: usize::from(args.concurrency),
         lease: duration::millis(args.lease),
@@ -103,8 +141,8 @@ fn work(args: WorkArgs) -> Result<()> {
         keep_done: args.keep_done,
     };
     // Refuse a bad file before anything starts.
-    drop(open(&args.file)?);
-    let worker = Worker::new(&args.file, &args.queue, options);
+    drop(files.open(&args.file)?);
+    let worker = Worker::new(&args.file, &args.queue, options).open_options(files.0.clone());
     let stopper = worker.stopper();
     let mut signals =
         signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
@@ -124,8 +162,8 @@ fn work(args: WorkArgs) -> Result<()> {
     Ok(result?)
 }
 
-fn stats(file: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
-    let stats = open(file)?.stats()?;
+fn stats(files: Files, file: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
+    let stats = files.open(file)?.stats()?;
     if json {
         serde_json::to_writer(&mut *out, &StatsJson::new(&stats))?;
         writeln!(out)?;
@@ -155,8 +193,8 @@ fn stats(file: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn list(args: ListArgs, out: &mut dyn Write) -> Result<()> {
-    let file = open(&args.file)?;
+fn list(files: Files, args: ListArgs, out: &mut dyn Write) -> Result<()> {
+    let file = files.open(&args.file)?;
     let filter = ListFilter { queue: args.queue, state: args.state, after: args.after, limit: args.limit };
     let jobs = file.list(&filter)?;
     if args.json {
@@ -185,8 +223,8 @@ fn list(args: ListArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn show(file: &Path, id: i64, json: bool, out: &mut dyn Write) -> Result<()> {
-    let Some(job) = open(file)?.get(id)? else {
+fn show(files: Files, file: &Path, id: i64, json: bool, out: &mut dyn Write) -> Result<()> {
+    let Some(job) = files.open(file)?.get(id)? else {
         bail!("job {id}: no such job");
     };
     if json {
@@ -214,8 +252,15 @@ fn show(file: &Path, id: i64, json: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn retry(file: &Path, ids: &[i64], all: bool, queue: Option<&str>, out: &mut dyn Write) -> Result<()> {
-    let mut file = open(file)?;
+fn retry(
+    files: Files,
+    file: &Path,
+    ids: &[i64],
+    all: bool,
+    queue: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut file = files.open(file)?;
     if all {
         let n = file.retry_all(queue)?;
         writeln!(out, "{n} dead job(s) ready again")?;
@@ -224,15 +269,15 @@ fn retry(file: &Path, ids: &[i64], all: bool, queue: Option<&str>, out: &mut dyn
     each_id(ids, out, |id| file.retry(id).map(|()| format!("job {id} is ready again")))
 }
 
-fn purge(file: &Path, state: &str, queue: Option<&str>, out: &mut dyn Write) -> Result<()> {
+fn purge(files: Files, file: &Path, state: &str, queue: Option<&str>, out: &mut dyn Write) -> Result<()> {
     let state: State = state.parse().map_err(anyhow::Error::msg)?;
-    let n = open(file)?.purge(state, queue)?;
+    let n = files.open(file)?.purge(state, queue)?;
     writeln!(out, "deleted {n} {state} job(s)")?;
     Ok(())
 }
 
-fn delete(file: &Path, ids: &[i64], out: &mut dyn Write) -> Result<()> {
-    let mut file = open(file)?;
+fn delete(files: Files, file: &Path, ids: &[i64], out: &mut dyn Write) -> Result<()> {
+    let mut file = files.open(file)?;
     each_id(ids, out, |id| file.delete(id).map(|()| format!("deleted job {id}")))
 }
 
@@ -240,7 +285,7 @@ fn delete(file: &Path, ids: &[i64], out: &mut dyn Write) -> Result<()> {
 fn each_id(
     ids: &[i64],
     out: &mut dyn Write,
-    mut step: impl FnMut(i64) -> ukue::Result<String>,
+    mut step: impl FnMut(i64) -> crate::Result<String>,
 ) -> Result<()> {
     let mut failures = Vec::new();
     for &id in ids {

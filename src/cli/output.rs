@@ -1,9 +1,9 @@
 //! What the commands print: the contract's JSON shapes, and human text
 //! with control characters escaped so a payload cannot drive the terminal.
 
+use crate::{Job, QueueStats};
 use base64::Engine;
 use serde::Serialize;
-use ukue::{Job, QueueStats};
 
 use super::time;
 

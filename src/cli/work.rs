@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::worker::{Event, Handler, JobControl, Outcome, StopReason};
+use crate::{Claimed, Failed, Retry};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use ukue::worker::{Event, Handler, JobControl, Outcome, StopReason};
-use ukue::{Claimed, Failed, Retry};
 
 use super::time;
 

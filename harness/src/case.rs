@@ -1,0 +1,108 @@
+//! A conformance case: an id, the FORMAT.md rule it checks, and a function
+//! that drives subjects through a [`Ctx`] and says what it expected and saw.
+
+use std::fmt;
+
+use crate::ctx::Ctx;
+
+/// What a case needs beyond the subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// python3, to run add_job.py.
+    pub python: bool,
+}
+
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// Stable id, `family/name`.
+    pub id: &'static str,
+    /// The FORMAT.md section it checks, such as `2.3` (see [`crate::rules`]).
+    pub rule: &'static str,
+    /// One line: what the case shows.
+    pub summary: &'static str,
+    pub needs: Needs,
+    pub run: fn(&mut Ctx) -> CaseResult,
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Case").field("id", &self.id).field("rule", &self.rule).finish()
+    }
+}
+
+impl Case {
+    pub fn family(&self) -> &'static str {
+        self.id.split('/').next().unwrap_or(self.id)
+    }
+}
+
+pub type CaseResult = Result<(), Failure>;
+
+/// How a case went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The subject behaved against the rule.
+    Fail,
+    /// The subject crashed or printed what cannot be read.
+    Error,
+    /// A wait ran past its deadline.
+    Timeout,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub expected: String,
+    pub seen: String,
+}
+
+impl Failure {
+    pub fn fail(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
+        Failure { kind: FailureKind::Fail, expected: expected.into(), seen: seen.into() }
+    }
+    pub fn error(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
+        Failure { kind: FailureKind::Error, expected: expected.into(), seen: seen.into() }
+    }
+    pub fn timeout(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
+        Failure { kind: FailureKind::Timeout, expected: expected.into(), seen: seen.into() }
+    }
+}
+
+/// A harness-side problem (a temp dir, a fixture) is an error, not the
+/// subject's failure.
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::error("the harness to work", format!("I/O error: {e}"))
+    }
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Failure {
+        Failure::fail("a readable SQLite file", format!("SQLite error: {e}"))
+    }
+}
+
+/// Fails the case unless `cond` holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $expected:expr, $seen:expr $(,)?) => {
+        if !$cond {
+            return Err($crate::case::Failure::fail($expected, $seen));
+        }
+    };
+}
+
+/// Fails the case unless the two are equal, showing both.
+#[macro_export]
+macro_rules! ensure_eq {
+    ($seen:expr, $expected:expr, $what:expr $(,)?) => {{
+        let seen = $seen;
+        let expected = $expected;
+        if seen != expected {
+            return Err($crate::case::Failure::fail(
+                format!("{}: {:?}", $what, expected),
+                format!("{}: {:?}", $what, seen),
+            ));
+        }
+    }};
+}

@@ -1,0 +1,28 @@
+//! Every case, by family. A case is data (id, rule, summary) and one
+//! function; the runner treats them all alike.
+
+mod bad_input;
+pub mod common;
+mod compat;
+mod concurrency;
+mod format;
+mod interop;
+mod leases;
+mod refusal;
+mod steps;
+
+use crate::case::Case;
+
+/// Every case, in a stable order.
+pub fn all() -> Vec<Case> {
+    let mut cases = Vec::new();
+    cases.extend(format::cases());
+    cases.extend(refusal::cases());
+    cases.extend(compat::cases());
+    cases.extend(steps::cases());
+    cases.extend(bad_input::cases());
+    cases.extend(concurrency::cases());
+    cases.extend(leases::cases());
+    cases.extend(interop::cases());
+    cases
+}

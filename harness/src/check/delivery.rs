@@ -1,0 +1,341 @@
+//! Delivery checks: nothing lost, nothing run twice without an excuse, no
+//! two holders at once, attempts counted once each, order kept.
+
+use std::collections::BTreeSet;
+
+use super::{finding, Finding};
+use crate::history::{Execution, History};
+
+/// Why a job may rightly run again after an earlier execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Excuse {
+    /// The earlier command failed (non-zero exit): a retry.
+    Failed,
+    /// The earlier command never recorded its end: it was killed.
+    Killed,
+    /// The earlier command's worker was killed.
+    WorkerKilled,
+    /// The earlier command no longer held the job at its end: its lease
+    /// ran out and the job was reaped.
+    LeaseLapsed,
+}
+
+/// Why `earlier` excuses a later run of its job, if it does.
+pub fn excuse(earlier: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Excuse> {
+    if killed_workers.contains(&earlier.worker_pid) {
+        Some(Excuse::WorkerKilled)
+    } else if earlier.end_ms.is_none() {
+        Some(Excuse::Killed)
+    } else if earlier.held_at_end == Some(false) {
+        Some(Excuse::LeaseLapsed)
+    } else if earlier.exit != Some(0) {
+        Some(Excuse::Failed)
+    } else {
+        None
+    }
+}
+
+/// Every job that was added (and acknowledged) must have run to a good
+/// end, or be dead in the file. A job still ready or running at the end
+/// of a drain is lost.
+pub fn lost(history: &History) -> Vec<Finding> {
+    let by_job = history.by_job();
+    history
+        .added
+        .iter()
+        .filter(|added| {
+            let finished = by_job.get(&added.job).is_some_and(|runs| runs.iter().any(|e| e.succeeded()));
+            let dead = history.final_jobs.get(&added.job).is_some_and(|j| j.state == "dead");
+            !finished && !dead
+        })
+        .map(|added| {
+            let state = history.final_jobs.get(&added.job).map(|j| j.state.as_str()).unwrap_or("gone from the file");
+            let runs = by_job.get(&added.job).map_or(0, Vec::len);
+            finding(
+                "lost",
+                Some(added.job),
+                format!("added by {} and acknowledged, never finished ({runs} runs; now {state})", added.by),
+            )
+        })
+        .collect()
+}
+
+/// A job that ran again although nothing excuses it.
+pub fn duplicates(history: &History) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in history.by_job() {
+        for pair in runs.windows(2) {
+            if excuse(pair[0], &history.killed_workers).is_none() {
+                findings.push(finding(
+                    "duplicate",
+                    Some(job),
+                    format!(
+                        "ran again (attempt {} at {} ms) after attempt {} had finished well at {} ms",
+                        pair[1].attempt,
+                        pair[1].start_ms,
+                        pair[0].attempt,
+                        pair[0].end_ms.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+    }
+    findings
+}
+
+/// Two executions of one job at once, the earlier still holding it.
+pub fn overlaps(history: &History) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in history.by_job() {
+        for (i, a) in runs.iter().enumerate() {
+            for b in &runs[i + 1..] {
+                let a_end = a.end_ms.unwrap_or(i64::MAX);
+                let overlapping = b.start_ms < a_end;
+                let a_still_held = a.held_at_end != Some(false) && excuse(a, &history.killed_workers).is_none();
+                if overlapping && a_still_held {
+                    findings.push(finding(
+                        "two holders",
+                        Some(job),
+                        format!(
+                            "attempt {} (pid {}) started at {} ms while attempt {} (pid {}) ran until {} ms and still held it",
+                            b.attempt, b.pid, b.start_ms, a.attempt, a.pid, a_end
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    findings
+}
+
+/// Each run of a job is the next attempt: a repeated number is an attempt
+/// not counted, a skipped one an attempt counted twice.
+pub fn attempts(history: &History) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in history.by_job() {
+        let mut expected = runs.first().map_or(1, |e| e.attempt.max(1));
+        if let Some(first) = runs.first() {
+            if first.attempt != 1 {
+                findings.push(finding("attempts", Some(job), format!("first run was attempt {}", first.attempt)));
+            }
+        }
+        for run in &runs {
+            if run.attempt < expected {
+                findings.push(finding("attempts", Some(job), format!("attempt {} ran again: not counted", run.attempt)));
+            } else if run.attempt > expected {
+                findings.push(finding(
+                    "attempts",
+                    Some(job),
+                    format!("attempt {} followed attempt {}: counted twice", run.attempt, expected - 1),
+                ));
+            }
+            expected = run.attempt + 1;
+            if run.max_attempts > 0 && run.attempt > run.max_attempts {
+                findings.push(finding(
+                    "attempts",
+                    Some(job),
+                    format!("attempt {} ran, beyond max_attempts {}", run.attempt, run.max_attempts),
+                ));
+            }
+        }
+    }
+    findings
+}
+
+/// A command must start only once its claim has committed: the file shows
+/// the job running with this attempt when it starts.
+pub fn held_at_start(history: &History) -> Vec<Finding> {
+    history
+        .executions
+        .iter()
+        .filter(|e| e.held_at_start == Some(false))
+        .map(|e| {
+            finding(
+                "not held at start",
+                Some(e.job),
+                format!("attempt {} (pid {}) started while the file did not show it holding the job", e.attempt, e.pid),
+            )
+        })
+        .collect()
+}
+
+/// Without crashes or stopped workers, nobody may take or change a job
+/// while its holder runs.
+pub fn changed_while_held(history: &History) -> Vec<Finding> {
+    history
+        .executions
+        .iter()
+        .filter(|e| e.held_at_end == Some(false) && !history.killed_workers.contains(&e.worker_pid))
+        .map(|e| {
+            finding(
+                "changed while held",
+                Some(e.job),
+                format!("attempt {} (pid {}) no longer held the job when it ended", e.attempt, e.pid),
+            )
+        })
+        .collect()
+}
+
+/// Runs in start order must be `expected` (one worker, one at a time).
+pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
+    let mut runs: Vec<&Execution> = history.executions.iter().collect();
+    runs.sort_by_key(|e| e.start_ms);
+    let seen: Vec<i64> = runs.iter().map(|e| e.job).collect();
+    if seen == expected {
+        Vec::new()
+    } else {
+        vec![finding("order", None, format!("jobs ran in the order {seen:?}, expected {expected:?}"))]
+    }
+}
+
+/// Jobs whose every attempt fails must end dead after exactly
+/// max_attempts runs.
+pub fn dead_after_max(history: &History, always_failing: &[i64]) -> Vec<Finding> {
+    let by_job = history.by_job();
+    let mut findings = Vec::new();
+    for job in always_failing {
+        let runs = by_job.get(job).map_or(0, Vec::len) as i64;
+        match history.final_jobs.get(job) {
+            Some(f) if f.state == "dead" && runs == f.max_attempts => {}
+            Some(f) => findings.push(finding(
+                "dead after max",
+                Some(*job),
+                format!("{runs} runs of max_attempts {}, now {} with {} attempts", f.max_attempts, f.state, f.attempts),
+            )),
+            None => findings.push(finding("dead after max", Some(*job), "gone from the file, expected dead")),
+        }
+    }
+    findings
+}
+
+/// The delivery checks of a run without crashes: nothing lost, nothing
+/// duplicated, one holder at a time, every command started by its holder
+/// and never disturbed.
+pub fn exactly_once(history: &History) -> Vec<Finding> {
+    let mut findings = lost(history);
+    findings.extend(duplicates(history));
+    findings.extend(overlaps(history));
+    findings.extend(attempts(history));
+    findings.extend(held_at_start(history));
+    findings.extend(changed_while_held(history));
+    findings
+}
+
+/// The delivery checks of a run with crashes: nothing lost, and every
+/// second run excused.
+pub fn at_least_once(history: &History) -> Vec<Finding> {
+    let mut findings = lost(history);
+    findings.extend(duplicates(history));
+    findings.extend(overlaps(history));
+    findings.extend(held_at_start(history));
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Added, FinalJob};
+
+    fn run(job: i64, attempt: i64, start: i64, end: Option<i64>, exit: Option<i32>) -> Execution {
+        Execution {
+            job,
+            attempt,
+            max_attempts: 3,
+            pid: (job * 100 + attempt) as u32,
+            worker_pid: 7,
+            start_ms: start,
+            end_ms: end,
+            held_at_start: Some(true),
+            held_at_end: end.map(|_| true),
+            exit,
+            payload: String::new(),
+        }
+    }
+
+    fn added(jobs: &[i64]) -> Vec<Added> {
+        jobs.iter().map(|&job| Added { job, payload: format!("p{job}"), by: "test".into() }).collect()
+    }
+
+    fn history(jobs: &[i64], executions: Vec<Execution>) -> History {
+        History { added: added(jobs), executions, ..History::default() }
+    }
+
+    #[test]
+    fn a_clean_history_passes_every_check() {
+        let h = history(&[1, 2], vec![run(1, 1, 0, Some(10), Some(0)), run(2, 1, 5, Some(20), Some(0))]);
+        assert_eq!(exactly_once(&h), vec![]);
+        assert_eq!(order(&h, &[1, 2]), vec![]);
+    }
+
+    #[test]
+    fn a_job_never_run_is_lost_unless_dead() {
+        let mut h = history(&[1, 2], vec![run(1, 1, 0, Some(10), Some(0))]);
+        let found = lost(&h);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].job, Some(2));
+        h.final_jobs.insert(2, FinalJob { id: 2, state: "dead".into(), attempts: 3, max_attempts: 3 });
+        assert_eq!(lost(&h), vec![]);
+        // A run that failed does not count as finished.
+        let h = history(&[1], vec![run(1, 1, 0, Some(10), Some(3))]);
+        assert_eq!(lost(&h).len(), 1);
+    }
+
+    #[test]
+    fn a_second_run_after_success_is_an_unexcused_duplicate() {
+        let h = history(&[1], vec![run(1, 1, 0, Some(10), Some(0)), run(1, 2, 20, Some(30), Some(0))]);
+        assert_eq!(duplicates(&h).len(), 1);
+        assert!(!exactly_once(&h).is_empty());
+    }
+
+    #[test]
+    fn failures_kills_and_lapsed_leases_excuse_a_second_run() {
+        let failed = history(&[1], vec![run(1, 1, 0, Some(10), Some(3)), run(1, 2, 20, Some(30), Some(0))]);
+        assert_eq!(duplicates(&failed), vec![]);
+        let killed = history(&[1], vec![run(1, 1, 0, None, None), run(1, 2, 20, Some(30), Some(0))]);
+        assert_eq!(duplicates(&killed), vec![]);
+        let mut lapsed = run(1, 1, 0, Some(10), Some(0));
+        lapsed.held_at_end = Some(false);
+        let h = history(&[1], vec![lapsed, run(1, 2, 20, Some(30), Some(0))]);
+        assert_eq!(duplicates(&h), vec![]);
+        assert_eq!(changed_while_held(&h).len(), 1, "but in a run without stops it is a change while held");
+        let mut h = history(&[1], vec![run(1, 1, 0, Some(10), Some(0)), run(1, 2, 20, Some(30), Some(0))]);
+        h.killed_workers.insert(7);
+        assert_eq!(duplicates(&h), vec![]);
+    }
+
+    #[test]
+    fn two_holders_at_once_are_found() {
+        let h = history(&[1], vec![run(1, 1, 0, Some(50), Some(0)), run(1, 2, 20, Some(60), Some(0))]);
+        let found = overlaps(&h);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].check, "two holders");
+    }
+
+    #[test]
+    fn attempts_not_counted_or_counted_twice_are_found() {
+        let repeated = history(&[1], vec![run(1, 1, 0, Some(10), Some(3)), run(1, 1, 20, Some(30), Some(0))]);
+        assert!(attempts(&repeated)[0].message.contains("not counted"));
+        let skipped = history(&[1], vec![run(1, 1, 0, Some(10), Some(3)), run(1, 3, 20, Some(30), Some(0))]);
+        assert!(attempts(&skipped)[0].message.contains("counted twice"));
+        let beyond = history(&[1], vec![run(1, 1, 0, Some(1), Some(3)), run(1, 2, 2, Some(3), Some(3)), run(1, 3, 4, Some(5), Some(3)), run(1, 4, 6, Some(7), Some(0))]);
+        assert!(attempts(&beyond).iter().any(|f| f.message.contains("beyond max_attempts")));
+    }
+
+    #[test]
+    fn a_command_started_before_its_claim_is_found() {
+        let mut early = run(1, 1, 0, Some(10), Some(0));
+        early.held_at_start = Some(false);
+        assert_eq!(held_at_start(&history(&[1], vec![early])).len(), 1);
+    }
+
+    #[test]
+    fn wrong_order_and_missing_dead_are_found() {
+        let h = history(&[1, 2], vec![run(2, 1, 0, Some(10), Some(0)), run(1, 1, 11, Some(20), Some(0))]);
+        assert_eq!(order(&h, &[1, 2]).len(), 1);
+        let mut h = history(&[1], vec![run(1, 1, 0, Some(1), Some(3))]);
+        h.final_jobs.insert(1, FinalJob { id: 1, state: "ready".into(), attempts: 1, max_attempts: 1 });
+        assert_eq!(dead_after_max(&h, &[1]).len(), 1);
+        h.final_jobs.insert(1, FinalJob { id: 1, state: "dead".into(), attempts: 1, max_attempts: 1 });
+        assert_eq!(dead_after_max(&h, &[1]), vec![]);
+    }
+}

@@ -1,0 +1,103 @@
+//! The file checks of FORMAT.md §7: integrity and the state invariants.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::{finding, Finding};
+
+/// Checks a ukue file on a read-only connection.
+pub fn invariants(path: &Path) -> Vec<Finding> {
+    let conn = match Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY) {
+        Ok(conn) => conn,
+        Err(e) => return vec![finding("integrity", None, format!("{}: cannot open: {e}", path.display()))],
+    };
+    let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
+    match check(&conn) {
+        Ok(findings) => findings,
+        Err(e) => vec![finding("integrity", None, format!("{}: {e}", path.display()))],
+    }
+}
+
+fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
+    let mut findings = Vec::new();
+    let integrity: Vec<String> =
+        conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    if integrity != ["ok"] {
+        findings.push(finding("integrity", None, format!("integrity_check: {}", integrity.join("; "))));
+    }
+    let mut st = conn.prepare(
+        "SELECT id, state, token IS NOT NULL, lease_until IS NOT NULL FROM ukue_jobs
+         WHERE (state = 'running') != (token IS NOT NULL AND lease_until IS NOT NULL)
+            OR (state != 'running' AND (token IS NOT NULL OR lease_until IS NOT NULL))",
+    )?;
+    for row in st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, r.get::<_, bool>(3)?)))? {
+        let (id, state, token, lease) = row?;
+        findings.push(finding(
+            "invariants",
+            Some(id),
+            format!("state {state} with token {} and lease_until {}", set(token), set(lease)),
+        ));
+    }
+    let mut st = conn.prepare("SELECT id, attempts, max_attempts FROM ukue_jobs WHERE attempts < 0 OR attempts > max_attempts")?;
+    for row in st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))? {
+        let (id, attempts, max) = row?;
+        findings.push(finding("invariants", Some(id), format!("attempts {attempts} outside 0..={max}")));
+    }
+    let (max_id, seq): (Option<i64>, Option<i64>) = conn.query_row(
+        "SELECT (SELECT max(id) FROM ukue_jobs), (SELECT seq FROM sqlite_sequence WHERE name = 'ukue_jobs')",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if let Some(max_id) = max_id {
+        if seq.unwrap_or(0) < max_id {
+            findings.push(finding(
+                "invariants",
+                None,
+                format!("sqlite_sequence says {seq:?} but job {max_id} exists: ids may be reused"),
+            ));
+        }
+    }
+    Ok(findings)
+}
+
+fn set(yes: bool) -> &'static str {
+    if yes {
+        "set"
+    } else {
+        "NULL"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_with(sql: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.ukue");
+        let mut file = ukue::Ukue::create(&path).unwrap();
+        file.add(&ukue::NewJob::new("q", b"x".to_vec())).unwrap();
+        file.connection().execute_batch(sql).unwrap();
+        drop(file);
+        (dir, path)
+    }
+
+    #[test]
+    fn a_good_file_passes() {
+        let (_dir, path) = file_with("");
+        assert_eq!(invariants(&path), vec![]);
+    }
+
+    #[test]
+    fn broken_invariants_are_found() {
+        let (_d, path) = file_with("UPDATE ukue_jobs SET state = 'running'");
+        assert_eq!(invariants(&path)[0].check, "invariants");
+        let (_d, path) = file_with("UPDATE ukue_jobs SET token = 'x'");
+        assert_eq!(invariants(&path).len(), 1);
+        let (_d, path) = file_with("UPDATE ukue_jobs SET attempts = 11");
+        assert!(invariants(&path)[0].message.contains("attempts 11"));
+        let (_d, path) = file_with("UPDATE sqlite_sequence SET seq = 0");
+        assert!(invariants(&path)[0].message.contains("reused"));
+    }
+}

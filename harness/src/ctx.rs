@@ -1,0 +1,238 @@
+//! What a case works with: its own directory, the subjects, a seeded
+//! random generator, and waits that end at a deadline.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::case::Failure;
+use crate::process::{Procs, Spawned};
+use crate::subject::Subjects;
+use crate::{embedded, subject::Subject};
+
+/// How long one command of a subject may take before the case fails.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Ctx {
+    pub dir: PathBuf,
+    pub seed: u64,
+    pub rng: StdRng,
+    pub subjects: Arc<Subjects>,
+    pub procs: Procs,
+    deadline: Instant,
+    /// ukue files whose integrity and invariants are checked after the case.
+    pub tracked: Vec<PathBuf>,
+}
+
+impl Ctx {
+    pub fn new(dir: PathBuf, seed: u64, subjects: Arc<Subjects>, marker: String, deadline: Instant) -> Ctx {
+        Ctx {
+            dir,
+            seed,
+            rng: StdRng::seed_from_u64(seed),
+            subjects,
+            procs: Procs::new(marker),
+            deadline,
+            tracked: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn subject(&self) -> &Subject {
+        &self.subjects.subject
+    }
+
+    pub fn reference(&self) -> &Subject {
+        &self.subjects.reference
+    }
+
+    /// A new ukue file path in the case's directory, checked after the case.
+    pub fn tracked_file(&mut self, name: &str) -> PathBuf {
+        let path = self.path(name);
+        self.tracked.push(path.clone());
+        path
+    }
+
+    /// Writes an embedded fixture (`refusal/empty.ukue`) into the case's
+    /// directory; returns its path.
+    pub fn fixture(&self, name: &str) -> Result<PathBuf, Failure> {
+        let bytes = embedded::fixture(name)
+            .ok_or_else(|| Failure::error(format!("fixture {name}"), "no such fixture in the harness"))?;
+        let path = self.path(Path::new(name).file_name().and_then(OsStr::to_str).unwrap_or(name));
+        std::fs::write(&path, bytes)?;
+        Ok(path)
+    }
+
+    fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Starts `program args` (in the case's directory, marked, in a group
+    /// of its own) without waiting.
+    pub fn spawn(&self, program: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Result<Spawned, Failure> {
+        let mut cmd = Command::new(program);
+        cmd.args(args).current_dir(&self.dir).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+        self.procs
+            .spawn(&mut cmd)
+            .map_err(|e| Failure::error(format!("{} to start", program.display()), e.to_string()))
+    }
+
+    /// Runs `who args` to the end, feeding it `stdin`.
+    pub fn run_with(&self, who: &Subject, args: &[&str], stdin: Option<&[u8]>) -> Result<Output, Failure> {
+        let mut cmd = Command::new(&who.program);
+        cmd.args(&who.args)
+            .args(args)
+            .current_dir(&self.dir)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let shown = format!("{} {}", who.name, args.join(" "));
+        let mut spawned =
+            self.procs.spawn(&mut cmd).map_err(|e| Failure::error(format!("`{shown}` to start"), e.to_string()))?;
+        if let (Some(bytes), Some(mut pipe)) = (stdin, spawned.child.stdin.take()) {
+            let bytes = bytes.to_vec();
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        let limit = COMMAND_TIMEOUT.min(self.remaining());
+        // Read the pipes while waiting, so a chatty subject cannot block.
+        let stdout = spawned.child.stdout.take();
+        let stderr = spawned.child.stderr.take();
+        let read = drain::<std::process::ChildStdout>;
+        let out_thread = read(stdout);
+        let err_thread = read_stderr(stderr);
+        let status = spawned.wait_timeout(limit)?;
+        let Some(status) = status else {
+            spawned.signal_group(nix::sys::signal::Signal::SIGKILL);
+            return Err(Failure::timeout(
+                format!("`{shown}` to end within {} s", limit.as_secs()),
+                "it was still running; killed",
+            ));
+        };
+        let stdout = out_thread.join().unwrap_or_default();
+        let stderr = err_thread.join().unwrap_or_default();
+        Ok(Output { status, stdout, stderr })
+    }
+
+    pub fn run(&self, who: &Subject, args: &[&str]) -> Result<Output, Failure> {
+        self.run_with(who, args, None)
+    }
+
+    /// Runs `who args`, which must exit 0; returns its stdout.
+    pub fn ok(&self, who: &Subject, args: &[&str]) -> Result<String, Failure> {
+        let out = self.run(who, args)?;
+        expect_success(who, args, &out)?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs `who args --json`-style commands: exit 0 and JSON on stdout.
+    pub fn json(&self, who: &Subject, args: &[&str]) -> Result<serde_json::Value, Failure> {
+        let text = self.ok(who, args)?;
+        serde_json::from_str(&text).map_err(|e| {
+            Failure::error(
+                format!("`{} {}` to print JSON", who.name, args.join(" ")),
+                format!("{e}: {}", clip(&text)),
+            )
+        })
+    }
+
+    /// Adds a job through `who`'s `add`; returns the printed id.
+    pub fn add(&self, who: &Subject, file: &Path, queue: &str, payload: &str, options: &[&str]) -> Result<i64, Failure> {
+        let mut args = vec!["add", path_str(file), queue, payload];
+        args.extend_from_slice(options);
+        let text = self.ok(who, &args)?;
+        parse_id(who, &text)
+    }
+
+    /// Adds a job with add_job.py; returns the printed id.
+    pub fn python_add(&self, file: &Path, queue: &str, payload: &str, options: &[&str]) -> Result<i64, Failure> {
+        let python = self
+            .subjects
+            .python
+            .as_ref()
+            .ok_or_else(|| Failure::error("python3 for add_job.py", "no python (the case should be skipped)"))?;
+        let mut args = vec![path_str(file), queue, payload];
+        args.extend_from_slice(options);
+        let text = self.ok(python, &args)?;
+        parse_id(python, &text)
+    }
+
+    /// Polls `condition` until it holds, up to `limit` (and the case's deadline).
+    pub fn wait_for(
+        &self,
+        what: &str,
+        limit: Duration,
+        mut condition: impl FnMut() -> Result<bool, Failure>,
+    ) -> Result<(), Failure> {
+        let deadline = Instant::now() + limit.min(self.remaining());
+        loop {
+            if condition()? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Failure::timeout(
+                    format!("{what} within {:.1} s", limit.as_secs_f64()),
+                    "it did not happen",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap_or("<non-UTF-8 path>")
+}
+
+/// The first 300 characters of `text`, for a report.
+pub fn clip(text: &str) -> String {
+    let mut clipped: String = text.chars().take(300).collect();
+    if clipped.len() < text.len() {
+        clipped.push('…');
+    }
+    clipped
+}
+
+/// A subject that crashed (a signal) is an error; one that exited non-zero
+/// when it should have succeeded is a failure.
+pub fn expect_success(who: &Subject, args: &[&str], out: &Output) -> Result<(), Failure> {
+    if out.status.success() {
+        return Ok(());
+    }
+    let shown = format!("`{} {}`", who.name, args.join(" "));
+    let stderr = clip(&String::from_utf8_lossy(&out.stderr));
+    match out.status.code() {
+        Some(code) => Err(Failure::fail(format!("{shown} to succeed"), format!("exit status {code}: {stderr}"))),
+        None => Err(Failure::error(format!("{shown} to succeed"), format!("it crashed ({}): {stderr}", out.status))),
+    }
+}
+
+fn parse_id(who: &Subject, text: &str) -> Result<i64, Failure> {
+    text.trim().parse::<i64>().map_err(|_| {
+        Failure::error(format!("{} add to print the new id alone on a line", who.name), format!("{:?}", clip(text)))
+    })
+}
+
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+fn read_stderr(pipe: Option<std::process::ChildStderr>) -> std::thread::JoinHandle<Vec<u8>> {
+    drain(pipe)
+}

@@ -1,0 +1,171 @@
+//! What happened in a run: the jobs producers added (with the ids they
+//! printed) and every execution the probe recorded, paired start to end.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use crate::probe::{Record, RecordKind};
+
+/// A job a producer added and acknowledged (printed its id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Added {
+    pub job: i64,
+    pub payload: String,
+    /// Which program added it.
+    pub by: String,
+}
+
+/// One run of a job's command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub job: i64,
+    pub attempt: i64,
+    pub max_attempts: i64,
+    pub pid: u32,
+    pub worker_pid: u32,
+    pub start_ms: i64,
+    /// None when the probe never wrote its end (it was killed).
+    pub end_ms: Option<i64>,
+    pub held_at_start: Option<bool>,
+    pub held_at_end: Option<bool>,
+    pub exit: Option<i32>,
+    pub payload: String,
+}
+
+impl Execution {
+    /// A run that ended well: exit 0, and still the holder at its end.
+    pub fn succeeded(&self) -> bool {
+        self.exit == Some(0) && self.held_at_end != Some(false)
+    }
+}
+
+/// A job as the file holds it at the end of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalJob {
+    pub id: i64,
+    pub state: String,
+    pub attempts: i64,
+    pub max_attempts: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    pub added: Vec<Added>,
+    pub executions: Vec<Execution>,
+    /// Workers the case killed (their jobs may run again).
+    pub killed_workers: BTreeSet<u32>,
+    /// The file's jobs at the end.
+    pub final_jobs: BTreeMap<i64, FinalJob>,
+}
+
+impl History {
+    /// Executions of each job, in start order.
+    pub fn by_job(&self) -> BTreeMap<i64, Vec<&Execution>> {
+        let mut map: BTreeMap<i64, Vec<&Execution>> = BTreeMap::new();
+        for e in &self.executions {
+            map.entry(e.job).or_default().push(e);
+        }
+        for runs in map.values_mut() {
+            runs.sort_by_key(|e| (e.start_ms, e.attempt));
+        }
+        map
+    }
+}
+
+/// Pairs the probe's start and end records into executions.
+pub fn executions(log: &str) -> Result<Vec<Execution>, String> {
+    let mut open: HashMap<u32, Execution> = HashMap::new();
+    let mut done = Vec::new();
+    for (n, line) in log.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Record =
+            serde_json::from_str(line).map_err(|e| format!("probe log line {}: {e}: {line}", n + 1))?;
+        match record.event {
+            RecordKind::Start => {
+                if let Some(previous) = open.insert(record.pid, start(&record)) {
+                    done.push(previous);
+                }
+            }
+            RecordKind::End => {
+                let mut execution = open.remove(&record.pid).unwrap_or_else(|| start(&record));
+                execution.end_ms = Some(record.at_ms);
+                execution.held_at_end = record.held;
+                execution.exit = record.exit;
+                done.push(execution);
+            }
+        }
+    }
+    done.extend(open.into_values());
+    done.sort_by_key(|e| (e.start_ms, e.job, e.attempt));
+    Ok(done)
+}
+
+fn start(record: &Record) -> Execution {
+    Execution {
+        job: record.job,
+        attempt: record.attempt,
+        max_attempts: record.max_attempts,
+        pid: record.pid,
+        worker_pid: record.worker_pid,
+        start_ms: record.at_ms,
+        end_ms: None,
+        held_at_start: record.held,
+        held_at_end: None,
+        exit: None,
+        payload: record.payload.clone(),
+    }
+}
+
+/// Reads the probe log at `path` (an absent log holds no executions).
+pub fn read_log(path: &Path) -> Result<Vec<Execution>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => executions(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The jobs of a ukue file, read without writing.
+pub fn final_jobs(file: &Path) -> rusqlite::Result<BTreeMap<i64, FinalJob>> {
+    let conn = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let mut st = conn.prepare("SELECT id, state, attempts, max_attempts FROM ukue_jobs ORDER BY id")?;
+    let rows = st.query_map([], |r| {
+        Ok(FinalJob { id: r.get(0)?, state: r.get(1)?, attempts: r.get(2)?, max_attempts: r.get(3)? })
+    })?;
+    rows.map(|r| r.map(|j| (j.id, j))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(event: &str, pid: u32, job: i64, at: i64, exit: Option<i32>) -> String {
+        serde_json::json!({
+            "event": event, "job": job, "attempt": 1, "max_attempts": 10, "queue": "q",
+            "pid": pid, "worker_pid": 1, "at_ms": at, "payload_sha256": "", "payload": "",
+            "held": true, "exit": exit,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn pairs_records_by_process() {
+        let log = [
+            line("start", 10, 1, 100, None),
+            line("start", 11, 2, 105, None),
+            line("end", 11, 2, 110, Some(0)),
+            line("end", 10, 1, 120, Some(3)),
+            line("start", 12, 3, 130, None),
+        ]
+        .join("\n");
+        let runs = executions(&log).unwrap();
+        assert_eq!(runs.len(), 3);
+        assert_eq!((runs[0].job, runs[0].end_ms, runs[0].exit), (1, Some(120), Some(3)));
+        assert_eq!((runs[1].job, runs[1].end_ms, runs[1].exit), (2, Some(110), Some(0)));
+        assert_eq!((runs[2].job, runs[2].end_ms), (3, None), "a killed probe has no end");
+        assert!(executions("not json").is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! The ukue conformance suite. The modules follow the pipeline:
+//! cases (generate) → ctx and subject (run subjects) → history → check →
+//! report, with [`runner`] driving it and [`probe`] the command that the
+//! subjects' workers run.
+
+pub mod case;
+pub mod cases;
+pub mod check;
+pub mod conformance;
+pub mod ctx;
+pub mod embedded;
+pub mod history;
+pub mod probe;
+pub mod process;
+pub mod report;
+pub mod rules;
+pub mod runner;
+pub mod subject;

@@ -1,0 +1,145 @@
+//! Every process the harness starts leads a process group of its own and
+//! carries a marker in its environment, which its children inherit. Ending
+//! a case kills the groups and then sweeps any process that still carries
+//! the case's marker (a worker's commands sit in groups of their own), so
+//! nothing outlives the case, even after Ctrl-C.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+/// The environment variable that marks a case's processes.
+pub const MARKER: &str = "UKUE_CONFORMANCE_CASE";
+
+/// Live markers, so that Ctrl-C can sweep every case at once.
+static MARKERS: Mutex<BTreeMap<String, ()>> = Mutex::new(BTreeMap::new());
+
+fn markers() -> std::sync::MutexGuard<'static, BTreeMap<String, ()>> {
+    MARKERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The processes of one case.
+#[derive(Debug)]
+pub struct Procs {
+    marker: String,
+    groups: Mutex<Vec<i32>>,
+}
+
+impl Procs {
+    pub fn new(marker: String) -> Procs {
+        markers().insert(marker.clone(), ());
+        Procs { marker, groups: Mutex::new(Vec::new()) }
+    }
+
+    /// Starts `cmd` as the leader of a new process group, marked.
+    pub fn spawn(&self, cmd: &mut Command) -> io::Result<Spawned> {
+        cmd.process_group(0).env(MARKER, &self.marker);
+        let child = cmd.spawn()?;
+        let pid = child.id() as i32;
+        self.groups.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+        Ok(Spawned { child, pid })
+    }
+
+    /// Kills every group this case started and every marked process.
+    pub fn kill_all(&self) {
+        for &group in self.groups.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
+        sweep(&self.marker);
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        self.kill_all();
+        markers().remove(&self.marker);
+    }
+}
+
+/// Kills the processes of every case still running (on Ctrl-C).
+pub fn kill_every_case() {
+    let live: Vec<String> = markers().keys().cloned().collect();
+    for marker in live {
+        sweep(&marker);
+    }
+}
+
+/// SIGKILLs every process whose environment holds `MARKER=marker`, until
+/// none is left (a process may fork while we look).
+fn sweep(marker: &str) {
+    let needle = format!("{MARKER}={marker}").into_bytes();
+    let me = std::process::id() as i32;
+    for _ in 0..20 {
+        let mut found = false;
+        let Ok(entries) = std::fs::read_dir("/proc") else { return };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if pid == me {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+            if environ.split(|b| *b == 0).any(|var| var == needle.as_slice()) {
+                // A zombie keeps its environ only while it runs; reading it
+                // succeeded, so it is alive.
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A started process; killed with its group when dropped.
+#[derive(Debug)]
+pub struct Spawned {
+    pub child: Child,
+    pid: i32,
+}
+
+impl Spawned {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Sends `signal` to the process alone.
+    pub fn signal(&self, signal: Signal) {
+        let _ = kill(Pid::from_raw(self.pid), signal);
+    }
+
+    /// Sends `signal` to the process's whole group.
+    pub fn signal_group(&self, signal: Signal) {
+        let _ = killpg(Pid::from_raw(self.pid), signal);
+    }
+
+    /// Waits for the process to end, up to `limit`.
+    pub fn wait_timeout(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}

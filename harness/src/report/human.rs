@@ -1,0 +1,115 @@
+//! For a person at a terminal: a progress bar while cases run, each
+//! failure in full as it happens, then a summary table.
+
+use std::io::Write;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{counts, Reporter};
+use crate::runner::{CaseReport, Status};
+
+pub struct Human {
+    bar: ProgressBar,
+    verbose: bool,
+}
+
+impl Human {
+    /// `verbose` also lists every passing case.
+    pub fn new(verbose: bool) -> Human {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Human { bar, verbose }
+    }
+}
+
+/// The full account of one case that did not pass.
+pub fn failure_text(r: &CaseReport) -> String {
+    let mut text = format!("{} {}\n  rule:     {}\n", r.status.as_str().to_uppercase(), r.id, r.rule);
+    if let Some(expected) = &r.expected {
+        text.push_str(&format!("  expected: {}\n", indent(expected)));
+    }
+    if let Some(seen) = &r.seen {
+        text.push_str(&format!("  seen:     {}\n", indent(seen)));
+    }
+    if let Some(reason) = &r.reason {
+        text.push_str(&format!("  listed:   {reason}\n"));
+    }
+    text.push_str(&format!("  seed:     {}\n", r.seed));
+    if let Some(dir) = &r.work_dir {
+        text.push_str(&format!("  kept:     {}\n", dir.display()));
+    }
+    text.push_str(&format!("  replay:   {}\n", r.replay));
+    text
+}
+
+fn indent(text: &str) -> String {
+    text.replace('\n', "\n            ")
+}
+
+impl Human {
+    /// A line above the bar, or plainly on stderr when there is no terminal.
+    fn say(&self, line: String) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+}
+
+impl Reporter for Human {
+    fn begin(&mut self, total: usize, seed: u64, subject: &str) {
+        self.say(format!("ukue-conformance: {total} cases against {subject}, seed {seed}"));
+        self.bar.set_length(total as u64);
+        self.bar.enable_steady_tick(Duration::from_millis(200));
+    }
+
+    fn case_done(&mut self, r: &CaseReport) {
+        self.bar.inc(1);
+        self.bar.set_message(r.id.clone());
+        if r.status.is_bad() {
+            self.say(failure_text(r));
+        } else if self.verbose || r.status == Status::ExpectedFailure {
+            self.say(format!("{:<16} {} ({} ms)", r.status.as_str(), r.id, r.duration_ms));
+        }
+    }
+
+    fn end(&mut self, reports: &[CaseReport], elapsed: Duration) {
+        self.bar.finish_and_clear();
+        let mut out = std::io::stdout().lock();
+        let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
+        families.dedup();
+        families.sort();
+        families.dedup();
+        let _ = writeln!(out, "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}", "family", "pass", "fail", "error", "timeout", "skipped");
+        for family in families {
+            let of = |s: Status| {
+                reports.iter().filter(|r| r.id.starts_with(&format!("{family}/")) && r.status == s).count()
+            };
+            let _ = writeln!(
+                out,
+                "{family:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
+                of(Status::Pass) + of(Status::ExpectedFailure),
+                of(Status::Fail) + of(Status::UnexpectedPass),
+                of(Status::Error),
+                of(Status::Timeout),
+                of(Status::Skipped),
+            );
+        }
+        let line: Vec<String> = counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
+        let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
+        let bad: Vec<&CaseReport> = reports.iter().filter(|r| r.status.is_bad()).collect();
+        if !bad.is_empty() {
+            let _ = writeln!(out, "\nto replay the cases that did not pass:");
+            for r in bad {
+                let _ = writeln!(out, "  {}", r.replay);
+            }
+        }
+        let passed = reports.iter().filter(|r| !r.status.is_bad()).count();
+        let _ = writeln!(out, "\n{passed} passed, {} failed", reports.len() - passed);
+    }
+}

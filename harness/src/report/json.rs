@@ -1,0 +1,32 @@
+//! For machines: one JSON object per case on stdout as it finishes, then
+//! one summary object.
+
+use std::io::Write;
+use std::time::Duration;
+
+use super::{counts, Reporter};
+use crate::runner::CaseReport;
+
+#[derive(Default)]
+pub struct Json;
+
+impl Reporter for Json {
+    fn case_done(&mut self, report: &CaseReport) {
+        let mut out = std::io::stdout().lock();
+        if let Ok(text) = serde_json::to_string(report) {
+            let _ = writeln!(out, "{text}");
+        }
+    }
+
+    fn end(&mut self, reports: &[CaseReport], elapsed: Duration) {
+        let counts: serde_json::Map<String, serde_json::Value> =
+            counts(reports).into_iter().map(|(s, n)| (s.replace(' ', "_"), n.into())).collect();
+        let summary = serde_json::json!({
+            "summary": counts,
+            "cases": reports.len(),
+            "duration_ms": elapsed.as_millis() as u64,
+            "ok": !reports.iter().any(|r| r.status.is_bad()),
+        });
+        let _ = writeln!(std::io::stdout().lock(), "{summary}");
+    }
+}

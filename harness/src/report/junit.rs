@@ -1,0 +1,51 @@
+//! JUnit XML, for CI systems that show test results.
+
+use std::path::Path;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::report::human::failure_text;
+use crate::runner::{CaseReport, Status};
+
+pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> std::io::Result<()> {
+    let mut report = Report::new("ukue-conformance");
+    report.set_time(elapsed);
+    let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
+    families.sort();
+    families.dedup();
+    for family in families {
+        let mut suite = TestSuite::new(family);
+        for r in reports.iter().filter(|r| r.id.split('/').next() == Some(family)) {
+            let status = match r.status {
+                Status::Pass | Status::ExpectedFailure => TestCaseStatus::success(),
+                Status::Skipped => {
+                    let mut s = TestCaseStatus::skipped();
+                    if let Some(reason) = &r.reason {
+                        s.set_message(reason.clone());
+                    }
+                    s
+                }
+                Status::Error | Status::Timeout => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                    s.set_message(r.status.as_str());
+                    s.set_description(failure_text(r));
+                    s
+                }
+                Status::Fail | Status::UnexpectedPass => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(r.status.as_str());
+                    s.set_description(failure_text(r));
+                    s
+                }
+            };
+            let mut case = TestCase::new(r.id.clone(), status);
+            case.set_classname(family);
+            case.set_time(Duration::from_millis(r.duration_ms as u64));
+            suite.add_test_case(case);
+        }
+        report.add_test_suite(suite);
+    }
+    let xml = report.to_string().map_err(std::io::Error::other)?;
+    std::fs::write(path, xml)
+}

@@ -1,0 +1,255 @@
+//! Runs cases: each in a fresh directory, in parallel up to `jobs`, each
+//! bounded by a timeout, every process it started killed at its end. The
+//! runner only produces [`CaseReport`]s; reporters decide what to show.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::case::{Case, Failure, FailureKind};
+use crate::check;
+use crate::ctx::Ctx;
+use crate::report::Reporter;
+use crate::rules;
+use crate::subject::Subjects;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    /// The subject crashed or printed what cannot be read.
+    Error,
+    Timeout,
+    Skipped,
+    /// Listed in --expected-failures, and failed.
+    ExpectedFailure,
+    /// Listed in --expected-failures, but passed: the list is out of date.
+    UnexpectedPass,
+}
+
+impl Status {
+    /// Whether this status makes the run fail.
+    pub fn is_bad(self) -> bool {
+        matches!(self, Status::Fail | Status::Error | Status::Timeout | Status::UnexpectedPass)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Error => "error",
+            Status::Timeout => "timeout",
+            Status::Skipped => "skipped",
+            Status::ExpectedFailure => "expected failure",
+            Status::UnexpectedPass => "unexpected pass",
+        }
+    }
+}
+
+/// What became of one case.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseReport {
+    pub id: String,
+    pub rule: String,
+    pub summary: String,
+    pub status: Status,
+    pub duration_ms: u128,
+    pub expected: Option<String>,
+    pub seen: Option<String>,
+    /// Why it was skipped, or why it is expected to fail.
+    pub reason: Option<String>,
+    pub seed: u64,
+    pub work_dir: Option<PathBuf>,
+    pub replay: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub subjects: Arc<Subjects>,
+    pub seed: u64,
+    pub jobs: usize,
+    pub case_timeout: Duration,
+    /// Keep the directories of cases that did not pass.
+    pub keep: bool,
+    /// Case id → why it is expected to fail.
+    pub expected_failures: BTreeMap<String, String>,
+    /// Where case directories go.
+    pub work_root: PathBuf,
+    /// The command line that replays a case, without `--cases`.
+    pub replay: String,
+}
+
+/// One case's seed: the run's seed mixed with the case id, so that a case
+/// replayed alone gets the same one.
+pub fn case_seed(run_seed: u64, id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ run_seed;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // splitmix64 finaliser, so nearby seeds differ everywhere.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Runs `cases` (and reports `skipped` as such); returns every report in
+/// case order.
+pub fn run(
+    config: &Config,
+    cases: &[Case],
+    skipped: &[(Case, String)],
+    reporter: &Mutex<&mut dyn Reporter>,
+) -> Vec<CaseReport> {
+    let mut reports: Vec<CaseReport> = skipped
+        .iter()
+        .map(|(case, reason)| CaseReport {
+            status: Status::Skipped,
+            reason: Some(reason.clone()),
+            ..blank(config, case)
+        })
+        .collect();
+    for report in &reports {
+        lock(reporter).case_done(report);
+    }
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { return };
+                let report = run_one(config, case);
+                lock(reporter).case_done(&report);
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, report));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    reports.extend(done.into_iter().map(|(_, r)| r));
+    reports
+}
+
+fn lock<'a, 'b>(reporter: &'a Mutex<&'b mut dyn Reporter>) -> std::sync::MutexGuard<'a, &'b mut dyn Reporter> {
+    reporter.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn blank(config: &Config, case: &Case) -> CaseReport {
+    CaseReport {
+        id: case.id.to_string(),
+        rule: rules::label(case.rule),
+        summary: case.summary.to_string(),
+        status: Status::Pass,
+        duration_ms: 0,
+        expected: None,
+        seen: None,
+        reason: None,
+        seed: config.seed,
+        work_dir: None,
+        replay: format!("{} --cases '{}'", config.replay, case.id),
+    }
+}
+
+fn run_one(config: &Config, case: &Case) -> CaseReport {
+    let started = Instant::now();
+    let mut report = blank(config, case);
+    let dir = config.work_root.join(case.id.replace('/', "__"));
+    let outcome = match std::fs::create_dir_all(&dir) {
+        Ok(()) => run_in(config, case, dir.clone()),
+        Err(e) => Err(Failure::error("a work directory", e.to_string())),
+    };
+    report.duration_ms = started.elapsed().as_millis();
+    let status = match &outcome {
+        Ok(()) => Status::Pass,
+        Err(f) => match f.kind {
+            FailureKind::Fail => Status::Fail,
+            FailureKind::Error => Status::Error,
+            FailureKind::Timeout => Status::Timeout,
+        },
+    };
+    if let Err(f) = outcome {
+        report.expected = Some(f.expected);
+        report.seen = Some(f.seen);
+    }
+    report.status = match (config.expected_failures.get(case.id), status) {
+        (Some(reason), Status::Pass) => {
+            report.reason = Some(reason.clone());
+            report.expected = Some(format!("a failure ({reason}), as --expected-failures says"));
+            report.seen = Some("it passed: take it off the list".into());
+            Status::UnexpectedPass
+        }
+        (Some(reason), _) => {
+            report.reason = Some(reason.clone());
+            Status::ExpectedFailure
+        }
+        (None, status) => status,
+    };
+    if config.keep && report.status != Status::Pass {
+        report.work_dir = Some(dir);
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    report
+}
+
+/// Runs the case in a thread of its own, so that a case stuck past its
+/// deadline is reported as a timeout instead of stopping the run.
+fn run_in(config: &Config, case: &Case, dir: PathBuf) -> Result<(), Failure> {
+    let deadline = Instant::now() + config.case_timeout;
+    let seed = case_seed(config.seed, case.id);
+    let marker = format!("{}-{}", std::process::id(), case.id);
+    let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
+    let (tx, rx) = mpsc::channel();
+    let run = case.run;
+    std::thread::spawn(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut ctx)))
+            .unwrap_or_else(|panic| Err(Failure::error("the case to run", format!("the harness panicked: {}", panic_text(&panic)))));
+        // Kill what the case started before its files are checked.
+        ctx.procs.kill_all();
+        let result = result.and_then(|()| check_files(&ctx));
+        let _ = tx.send(result);
+    });
+    // Waits inside the case end at the deadline; give it a little longer
+    // to come back before giving up on it.
+    match rx.recv_timeout(config.case_timeout + Duration::from_secs(15)) {
+        Ok(result) => result,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Failure::error("the case to report", "its thread ended without a result"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(Failure::timeout(
+            format!("the case to finish within {} s", config.case_timeout.as_secs()),
+            "it was still running",
+        )),
+    }
+}
+
+/// FORMAT.md §7 on every file the case made.
+fn check_files(ctx: &Ctx) -> Result<(), Failure> {
+    for file in &ctx.tracked {
+        if !file.exists() {
+            continue;
+        }
+        let findings = check::file::invariants(file);
+        if !findings.is_empty() {
+            return Err(Failure::fail(
+                format!("{} to keep the invariants of {}", file.display(), rules::label("7")),
+                check::describe(&findings),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
