@@ -3,6 +3,7 @@
 //! report, with [`runner`] driving it and [`probe`] the command that the
 //! subjects' workers run.
 
+pub mod broken;
 pub mod case;
 pub mod cases;
 pub mod check;

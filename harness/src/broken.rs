@@ -1,0 +1,110 @@
+//! Deliberately broken ukue programs, to show that the suite catches
+//! bugs. Each is the reference command line running an edited FORMAT.md;
+//! `ukue-broken` picks the edit named by the `UKUE_BROKEN` variable.
+
+use std::sync::Arc;
+
+use ukue::{Spec, Stmt};
+
+/// A no-op that returns no rows and binds nothing.
+const NOTHING: &str = "UPDATE ukue_meta SET value = value WHERE 0";
+
+/// One bug: what it breaks, and the statements it edits.
+pub struct Bug {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// (statement, text to find, replacement)
+    pub edits: &'static [(Stmt, &'static str, &'static str)],
+    /// Statements replaced whole.
+    pub replaced: &'static [(Stmt, &'static str)],
+}
+
+pub const BUGS: &[Bug] = &[
+    Bug {
+        name: "reversed-priority",
+        what: "the claim picks the lowest priority first",
+        edits: &[(Stmt::Pick, "priority DESC", "priority ASC")],
+        replaced: &[],
+    },
+    Bug {
+        name: "finish-without-token",
+        what: "finish does not check the token",
+        edits: &[
+            (Stmt::FinishDelete, "AND token = :token", "AND (token = :token OR 1)"),
+            (Stmt::FinishKeep, "AND token = :token", "AND (token = :token OR 1)"),
+        ],
+        replaced: &[],
+    },
+    Bug {
+        name: "no-reaping",
+        what: "a claim never reaps expired leases",
+        edits: &[
+            (Stmt::ReapDead, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
+            (Stmt::ReapReady, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
+        ],
+        replaced: &[],
+    },
+    Bug {
+        name: "split-claim",
+        what: "the claim reads and takes in separate transactions, and takes without checking the state",
+        edits: &[(Stmt::Take, "WHERE id = :id AND state = 'ready'", "WHERE id = :id")],
+        replaced: &[(Stmt::BeginImmediate, NOTHING), (Stmt::Commit, NOTHING), (Stmt::Rollback, NOTHING)],
+    },
+    Bug {
+        name: "accepts-version-2",
+        what: "any format_version is taken for 1",
+        edits: &[(Stmt::ReadVersion, "SELECT value FROM", "SELECT '1' FROM")],
+        replaced: &[],
+    },
+    Bug {
+        name: "uncounted-attempts",
+        what: "a claim does not count the attempt",
+        edits: &[(Stmt::Take, "attempts = attempts + 1", "attempts = attempts")],
+        replaced: &[],
+    },
+    Bug {
+        name: "no-renew",
+        what: "renew does not extend the lease",
+        edits: &[(Stmt::Renew, "SET lease_until = :now + :lease", "SET lease_until = lease_until + 0 * (:now + :lease)")],
+        replaced: &[],
+    },
+    Bug {
+        name: "sync-normal",
+        what: "commits are not synced before they are acknowledged",
+        edits: &[(Stmt::SetSynchronous, "FULL", "NORMAL")],
+        replaced: &[],
+    },
+];
+
+pub fn bug(name: &str) -> Option<&'static Bug> {
+    BUGS.iter().find(|b| b.name == name)
+}
+
+/// The builtin spec with `bug`'s edits; an edit that no longer applies is
+/// an error, so the list cannot silently rot as FORMAT.md changes.
+pub fn spec(bug: &Bug) -> Result<Arc<Spec>, String> {
+    let builtin = Spec::builtin();
+    let mut spec = (*builtin).clone();
+    for (stmt, from, to) in bug.edits {
+        let text = spec.sql(*stmt).to_string();
+        if !text.contains(from) {
+            return Err(format!("bug {}: statement {} no longer contains {from:?}", bug.name, stmt.name()));
+        }
+        spec = spec.with(*stmt, text.replacen(from, to, 1));
+    }
+    for (stmt, text) in bug.replaced {
+        spec = spec.with(*stmt, *text);
+    }
+    Ok(Arc::new(spec))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_bug_still_applies() {
+        for bug in super::BUGS {
+            let spec = super::spec(bug).unwrap();
+            assert_ne!(*spec, *ukue::Spec::builtin(), "{} changes nothing", bug.name);
+        }
+    }
+}
