@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use ukue::{Spec, Stmt};
 
-/// A no-op that returns no rows and binds nothing.
-const NOTHING: &str = "UPDATE ukue_meta SET value = value WHERE 0";
+/// A no-op that returns no rows and binds nothing (SQLite ignores
+/// unknown pragmas).
+const NOTHING: &str = "PRAGMA ukue_broken_nothing";
 
 /// One bug: what it breaks, and the statements it edits.
 pub struct Bug {
@@ -65,7 +66,11 @@ pub const BUGS: &[Bug] = &[
     Bug {
         name: "no-renew",
         what: "renew does not extend the lease",
-        edits: &[(Stmt::Renew, "SET lease_until = :now + :lease", "SET lease_until = lease_until + 0 * (:now + :lease)")],
+        edits: &[(
+            Stmt::Renew,
+            "SET lease_until = :now + :lease",
+            "SET lease_until = lease_until + 0 * (:now + :lease)",
+        )],
         replaced: &[],
     },
     Bug {

@@ -172,7 +172,8 @@ fn subjects(args: &Args) -> Result<Subjects> {
     };
     let probe = match &args.probe {
         Some(p) => absolute(p)?,
-        None => beside_me("ukue-probe").context("no `ukue-probe` beside ukue-conformance; name one with --probe")?,
+        None => beside_me("ukue-probe")
+            .context("no `ukue-probe` beside ukue-conformance; name one with --probe")?,
     };
     let python = if args.no_python {
         None
@@ -183,12 +184,19 @@ fn subjects(args: &Args) -> Result<Subjects> {
         };
         python.map(|program| Subject { name: "add_job.py".into(), program, args: Vec::new() })
     };
-    Ok(Subjects { subject: Subject::binary(implementation), reference: Subject::binary(reference), python, probe })
+    Ok(Subjects {
+        subject: Subject::binary(implementation),
+        reference: Subject::binary(reference),
+        python,
+        probe,
+    })
 }
 
 /// The replay command for this run, without `--cases`.
 fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
-    let me = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "ukue-conformance".into());
+    let me = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "ukue-conformance".into());
     let mut line = format!("{me} --impl {} --seed {seed}", subjects.subject.program.display());
     if let Some(r) = &args.reference {
         line.push_str(&format!(" --reference {}", r.display()));
@@ -212,7 +220,8 @@ pub fn run(args: Args) -> Result<u8> {
     }
     let only = globs(&args.cases)?;
     let skip = globs(&args.skip)?;
-    let chosen: Vec<Case> = all.into_iter().filter(|c| only.as_ref().is_none_or(|g| g.is_match(c.id))).collect();
+    let chosen: Vec<Case> =
+        all.into_iter().filter(|c| only.as_ref().is_none_or(|g| g.is_match(c.id))).collect();
     if chosen.is_empty() {
         eprintln!("ukue-conformance: no case matches --cases {}", args.cases.join(" "));
         return Ok(exit::USAGE);
@@ -225,7 +234,8 @@ pub fn run(args: Args) -> Result<u8> {
         None => BTreeMap::new(),
     };
     let seed = args.seed.unwrap_or_else(rand::random);
-    let root = tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
+    let root =
+        tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
     if let Some(python) = &mut subjects.python {
         let script = root.path().join("add_job.py");
         std::fs::write(&script, embedded::ADD_JOB_PY)?;
@@ -265,13 +275,18 @@ pub fn run(args: Args) -> Result<u8> {
         }
     };
     let started = Instant::now();
-    reporter.begin(run_cases.len() + skipped.len(), seed, &config.subjects.subject.program.display().to_string());
+    reporter.begin(
+        run_cases.len() + skipped.len(),
+        seed,
+        &config.subjects.subject.program.display().to_string(),
+    );
     let shared = Mutex::new(reporter);
     let reports = runner::run(&config, &run_cases, &skipped, &shared);
     let reporter = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     reporter.end(&reports, started.elapsed());
     if let Some(path) = &args.junit {
-        report::write_junit(path, &reports, started.elapsed()).with_context(|| format!("writing {}", path.display()))?;
+        report::write_junit(path, &reports, started.elapsed())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.keep && reports.iter().any(|r| r.work_dir.is_some()) {
         let kept = root.keep();
@@ -291,7 +306,8 @@ pub fn run(args: Args) -> Result<u8> {
 
 /// On SIGINT or SIGTERM: kill every case's processes, then exit 130.
 fn interrupt_kills_everything() -> Result<()> {
-    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
             eprintln!("\nukue-conformance: interrupted; stopping every case's processes");

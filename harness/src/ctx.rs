@@ -78,7 +78,13 @@ impl Ctx {
 
     /// Starts `program args` (in the case's directory, marked, in a group
     /// of its own) without waiting.
-    pub fn spawn(&self, program: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Result<Spawned, Failure> {
+    pub fn spawn(
+        &self,
+        program: &Path,
+        args: &[&str],
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<Spawned, Failure> {
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(&self.dir).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
         self.procs
@@ -96,8 +102,10 @@ impl Ctx {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let shown = format!("{} {}", who.name, args.join(" "));
-        let mut spawned =
-            self.procs.spawn(&mut cmd).map_err(|e| Failure::error(format!("`{shown}` to start"), e.to_string()))?;
+        let mut spawned = self
+            .procs
+            .spawn(&mut cmd)
+            .map_err(|e| Failure::error(format!("`{shown}` to start"), e.to_string()))?;
         if let (Some(bytes), Some(mut pipe)) = (stdin, spawned.child.stdin.take()) {
             let bytes = bytes.to_vec();
             std::thread::spawn(move || {
@@ -147,7 +155,14 @@ impl Ctx {
     }
 
     /// Adds a job through `who`'s `add`; returns the printed id.
-    pub fn add(&self, who: &Subject, file: &Path, queue: &str, payload: &str, options: &[&str]) -> Result<i64, Failure> {
+    pub fn add(
+        &self,
+        who: &Subject,
+        file: &Path,
+        queue: &str,
+        payload: &str,
+        options: &[&str],
+    ) -> Result<i64, Failure> {
         let mut args = vec!["add", path_str(file), queue, payload];
         args.extend_from_slice(options);
         let text = self.ok(who, &args)?;
@@ -155,12 +170,16 @@ impl Ctx {
     }
 
     /// Adds a job with add_job.py; returns the printed id.
-    pub fn python_add(&self, file: &Path, queue: &str, payload: &str, options: &[&str]) -> Result<i64, Failure> {
-        let python = self
-            .subjects
-            .python
-            .as_ref()
-            .ok_or_else(|| Failure::error("python3 for add_job.py", "no python (the case should be skipped)"))?;
+    pub fn python_add(
+        &self,
+        file: &Path,
+        queue: &str,
+        payload: &str,
+        options: &[&str],
+    ) -> Result<i64, Failure> {
+        let python = self.subjects.python.as_ref().ok_or_else(|| {
+            Failure::error("python3 for add_job.py", "no python (the case should be skipped)")
+        })?;
         let mut args = vec![path_str(file), queue, payload];
         args.extend_from_slice(options);
         let text = self.ok(python, &args)?;
@@ -212,14 +231,22 @@ pub fn expect_success(who: &Subject, args: &[&str], out: &Output) -> Result<(), 
     let shown = format!("`{} {}`", who.name, args.join(" "));
     let stderr = clip(&String::from_utf8_lossy(&out.stderr));
     match out.status.code() {
-        Some(code) => Err(Failure::fail(format!("{shown} to succeed"), format!("exit status {code}: {stderr}"))),
-        None => Err(Failure::error(format!("{shown} to succeed"), format!("it crashed ({}): {stderr}", out.status))),
+        Some(code) => {
+            Err(Failure::fail(format!("{shown} to succeed"), format!("exit status {code}: {stderr}")))
+        }
+        None => Err(Failure::error(
+            format!("{shown} to succeed"),
+            format!("it crashed ({}): {stderr}", out.status),
+        )),
     }
 }
 
 fn parse_id(who: &Subject, text: &str) -> Result<i64, Failure> {
     text.trim().parse::<i64>().map_err(|_| {
-        Failure::error(format!("{} add to print the new id alone on a line", who.name), format!("{:?}", clip(text)))
+        Failure::error(
+            format!("{} add to print the new id alone on a line", who.name),
+            format!("{:?}", clip(text)),
+        )
     })
 }
 

@@ -52,7 +52,8 @@ pub struct FinalJob {
 pub struct History {
     pub added: Vec<Added>,
     pub executions: Vec<Execution>,
-    /// Workers the case killed (their jobs may run again).
+    /// Workers the case killed or stopped past their lease (their jobs
+    /// may run again).
     pub killed_workers: BTreeSet<u32>,
     /// The file's jobs at the end.
     pub final_jobs: BTreeMap<i64, FinalJob>,

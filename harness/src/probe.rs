@@ -86,11 +86,10 @@ pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<bool> {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = rusqlite::Connection::open_with_flags(file, flags).ok()?;
     conn.busy_timeout(Duration::from_secs(5)).ok()?;
-    let row: Result<(String, i64), _> = conn.query_row(
-        "SELECT state, attempts FROM ukue_jobs WHERE id = ?1",
-        [job],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    );
+    let row: Result<(String, i64), _> =
+        conn.query_row("SELECT state, attempts FROM ukue_jobs WHERE id = ?1", [job], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        });
     match row {
         Ok((state, attempts)) => Some(state == "running" && attempts == attempt),
         Err(rusqlite::Error::QueryReturnedNoRows) => Some(false),
@@ -144,10 +143,18 @@ pub fn main(log: PathBuf) -> i32 {
             Step::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
             Step::IgnoreTerm => {
                 // SAFETY: SIG_IGN installs no handler code.
-                let _ = unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGTERM, nix::sys::signal::SigHandler::SigIgn) };
+                let _ = unsafe {
+                    nix::sys::signal::signal(
+                        nix::sys::signal::Signal::SIGTERM,
+                        nix::sys::signal::SigHandler::SigIgn,
+                    )
+                };
             }
             Step::KillWorker => {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker_pid as i32), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(worker_pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
             Step::FailAttempts(n) if attempt <= n => {
                 status = 3;
@@ -174,7 +181,10 @@ mod tests {
     #[test]
     fn scripts() {
         assert_eq!(script("p1 sleep:20 exit:3"), vec![Step::Sleep(20), Step::Exit(3)]);
-        assert_eq!(script("fail-attempts:2 ignore-term kill-worker"), vec![Step::FailAttempts(2), Step::IgnoreTerm, Step::KillWorker]);
+        assert_eq!(
+            script("fail-attempts:2 ignore-term kill-worker"),
+            vec![Step::FailAttempts(2), Step::IgnoreTerm, Step::KillWorker]
+        );
         assert_eq!(script("just a label exit:x"), vec![]);
     }
 }

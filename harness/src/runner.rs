@@ -136,7 +136,9 @@ pub fn run(
     reports
 }
 
-fn lock<'a, 'b>(reporter: &'a Mutex<&'b mut dyn Reporter>) -> std::sync::MutexGuard<'a, &'b mut dyn Reporter> {
+fn lock<'a, 'b>(
+    reporter: &'a Mutex<&'b mut dyn Reporter>,
+) -> std::sync::MutexGuard<'a, &'b mut dyn Reporter> {
     reporter.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -208,8 +210,14 @@ fn run_in(config: &Config, case: &Case, dir: PathBuf) -> Result<(), Failure> {
     let (tx, rx) = mpsc::channel();
     let run = case.run;
     std::thread::spawn(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut ctx)))
-            .unwrap_or_else(|panic| Err(Failure::error("the case to run", format!("the harness panicked: {}", panic_text(&panic)))));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut ctx))).unwrap_or_else(
+            |panic| {
+                Err(Failure::error(
+                    "the case to run",
+                    format!("the harness panicked: {}", panic_text(&panic)),
+                ))
+            },
+        );
         // Kill what the case started before its files are checked.
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));

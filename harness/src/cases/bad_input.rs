@@ -1,7 +1,260 @@
-//! (to be written)
+//! bad-input: arguments outside what FORMAT.md allows (a queue of 0 or 201
+//! characters, a priority outside -100..100, max_attempts 0) and usage
+//! errors (an unknown flag, a duration that is not one, `work` without a
+//! command) are rejected before anything is written: exit status 2 (or 1),
+//! a message on stderr, no file made on a missing path, an existing file
+//! byte-for-byte unchanged. And a queue of exactly 200 characters, each of
+//! two bytes, is accepted.
 
-use crate::case::Case;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::case::{Case, CaseResult, Failure, FailureKind, Needs};
+use crate::ctx::{clip, path_str, Ctx, COMMAND_TIMEOUT};
+use crate::ensure;
+
+use super::common::{self, read};
 
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    vec![
+        case(
+            "bad-input/queue-empty",
+            "3.2",
+            "add with an empty queue name is rejected, nothing written",
+            queue_empty,
+        ),
+        case(
+            "bad-input/queue-201-chars",
+            "3.2",
+            "add with a queue of 201 characters is rejected, nothing written",
+            queue_201,
+        ),
+        case(
+            "bad-input/priority-101",
+            "5.3",
+            "add --priority 101 is rejected, nothing written",
+            priority_101,
+        ),
+        case(
+            "bad-input/priority-minus-101",
+            "5.3",
+            "add --priority -101 is rejected, nothing written",
+            priority_minus_101,
+        ),
+        case("bad-input/attempts-0", "5.3", "add --attempts 0 is rejected, nothing written", attempts_0),
+        case(
+            "bad-input/unknown-flag",
+            "5.3",
+            "add with an unknown flag is a usage error, nothing written",
+            unknown_flag,
+        ),
+        case(
+            "bad-input/bad-duration",
+            "5.3",
+            "add --delay soon is a usage error, nothing written",
+            bad_duration,
+        ),
+        case(
+            "bad-input/work-without-command",
+            "5.4",
+            "work without `-- COMMAND` is a usage error: nothing claimed, nothing written",
+            work_without_command,
+        ),
+        case(
+            "bad-input/queue-200-chars-accepted",
+            "3.2",
+            "a queue of 200 characters (400 bytes of UTF-8) is accepted and listed intact",
+            queue_200_accepted,
+        ),
+    ]
+}
+
+/// `template` with `FILE` replaced by `file`.
+fn fill(template: &[&str], file: &Path) -> Vec<String> {
+    template.iter().map(|a| if *a == "FILE" { path_str(file).to_string() } else { a.to_string() }).collect()
+}
+
+/// `template` for a report: the subject's name, the arguments, FILE as it is.
+fn shown(ctx: &Ctx, template: &[&str]) -> String {
+    format!("{} {}", ctx.subject().name, common::show_args(template))
+}
+
+/// Runs `who args`, which must be rejected: exit status 2 (a usage error)
+/// or 1, and a message on stderr.
+fn expect_rejected(ctx: &Ctx, args: &[String], on: &str) -> Result<(), Failure> {
+    let subject = ctx.subject();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let expected = format!(
+        "`{} {}` ({on}) to be rejected: exit status 2 (or 1) and a message on stderr, nothing written",
+        subject.name,
+        common::show_args(&common::relative(ctx, &args))
+    );
+    let out = match ctx.run(subject, &args) {
+        Ok(out) => out,
+        Err(f) if f.kind == FailureKind::Timeout => {
+            return Err(Failure::fail(
+                expected,
+                format!(
+                    "it was still running after {} s (killed): it did not reject its arguments",
+                    COMMAND_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        Err(f) => return Err(f),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(1 | 2) if !stderr.trim().is_empty() => Ok(()),
+        Some(1 | 2) => Err(Failure::fail(expected, format!("{}: no message", common::outcome(&out)))),
+        Some(0) => Err(Failure::fail(
+            expected,
+            format!(
+                "it succeeded (exit status 0; stdout: {:?}; stderr: {:?})",
+                clip(String::from_utf8_lossy(&out.stdout).trim()),
+                clip(stderr.trim())
+            ),
+        )),
+        Some(_) => Err(Failure::fail(expected, common::outcome(&out))),
+        None => Err(Failure::error(expected, format!("it crashed: {}", common::outcome(&out)))),
+    }
+}
+
+/// The common body: `template` (with `FILE`) is rejected on a missing path,
+/// which stays missing, and on a file the subject made (`init`, one `add`),
+/// which stays byte-for-byte the same. Then `control` (with `FILE`), the
+/// same command with a good value, must succeed on that file, so that the
+/// rejection was for the value and not for the way it was spelled.
+fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>) -> CaseResult {
+    let subject = ctx.subject().clone();
+
+    let missing = ctx.path("missing.ukue");
+    let before = common::listing(&ctx.dir)?;
+    expect_rejected(ctx, &fill(template, &missing), "on a path that does not exist")?;
+    let after = common::listing(&ctx.dir)?;
+    let new: Vec<&String> = after.difference(&before).collect();
+    ensure!(
+        new.is_empty(),
+        format!("`{}` (on a path that does not exist) to make no file", shown(ctx, template)),
+        format!("new files in the directory: {new:?}")
+    );
+
+    let file = ctx.tracked_file("existing.ukue");
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    ctx.add(&subject, &file, "q", "first", &[])?;
+    let bytes = std::fs::read(&file)?;
+    expect_rejected(ctx, &fill(template, &file), "on a file made by its own init and add")?;
+    let now = std::fs::read(&file)?;
+    ensure!(
+        now == bytes,
+        format!("`{}` to leave the file byte-for-byte unchanged", shown(ctx, template)),
+        format!("it changed: {}", common::bytes_diff(&bytes, &now))
+    );
+
+    if let Some(control) = control {
+        let args = fill(control, &file);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ctx.ok(&subject, &args).map_err(|f| Failure {
+            expected: format!(
+                "{} (the same command with a value in range, so the rejection above was for the value)",
+                f.expected
+            ),
+            ..f
+        })?;
+    }
+    Ok(())
+}
+
+fn queue_empty(ctx: &mut Ctx) -> CaseResult {
+    reject(ctx, &["add", "FILE", "", "x"], Some(&["add", "FILE", "q", "x"]))
+}
+
+fn queue_201(ctx: &mut Ctx) -> CaseResult {
+    let long = "q".repeat(201);
+    let fine = "q".repeat(200);
+    reject(ctx, &["add", "FILE", &long, "x"], Some(&["add", "FILE", &fine, "x"]))
+}
+
+fn priority_101(ctx: &mut Ctx) -> CaseResult {
+    reject(
+        ctx,
+        &["add", "FILE", "q", "x", "--priority", "101"],
+        Some(&["add", "FILE", "q", "x", "--priority", "100"]),
+    )
+}
+
+fn priority_minus_101(ctx: &mut Ctx) -> CaseResult {
+    reject(
+        ctx,
+        &["add", "FILE", "q", "x", "--priority", "-101"],
+        Some(&["add", "FILE", "q", "x", "--priority", "-100"]),
+    )
+}
+
+fn attempts_0(ctx: &mut Ctx) -> CaseResult {
+    reject(
+        ctx,
+        &["add", "FILE", "q", "x", "--attempts", "0"],
+        Some(&["add", "FILE", "q", "x", "--attempts", "1"]),
+    )
+}
+
+fn unknown_flag(ctx: &mut Ctx) -> CaseResult {
+    reject(ctx, &["add", "FILE", "q", "x", "--no-such-flag"], None)
+}
+
+fn bad_duration(ctx: &mut Ctx) -> CaseResult {
+    reject(
+        ctx,
+        &["add", "FILE", "q", "x", "--delay", "soon"],
+        Some(&["add", "FILE", "q", "x", "--delay", "1h30m"]),
+    )
+}
+
+fn work_without_command(ctx: &mut Ctx) -> CaseResult {
+    reject(ctx, &["work", "FILE", "q"], None)
+}
+
+fn queue_200_accepted(ctx: &mut Ctx) -> CaseResult {
+    let subject = ctx.subject().clone();
+    let file = ctx.tracked_file("q200.ukue");
+    let queue = "é".repeat(200);
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let id = ctx.add(&subject, &file, &queue, "x", &[])?;
+    let list = ctx.json(&subject, &["list", path_str(&file), "--json"])?;
+    let listed: Vec<&str> = list
+        .get("jobs")
+        .and_then(Value::as_array)
+        .map(|jobs| jobs.iter().filter_map(|j| j.get("queue").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    ensure!(
+        listed == [queue.as_str()],
+        "`list --json` to show one job in the queue of 200 × 'é'",
+        format!(
+            "queues {:?} in {}",
+            listed.iter().map(|q| format!("{} chars", q.chars().count())).collect::<Vec<_>>(),
+            clip(&list.to_string())
+        )
+    );
+    let stored: String =
+        read(&file)?.query_row("SELECT queue FROM ukue_jobs WHERE id = ?1", [id], |r| r.get(0))?;
+    ensure!(
+        stored == queue,
+        "the file's queue column to hold the 200 × 'é' (400 bytes)",
+        format!("{} characters, {} bytes", stored.chars().count(), stored.len())
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_exist() {
+        for case in cases() {
+            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
+        }
+    }
 }

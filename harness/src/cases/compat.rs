@@ -1,7 +1,298 @@
-//! (to be written)
+//! compat: every file of fixtures/compat (version 1 files with the
+//! additions FORMAT.md §2.2 allows, TEXT payloads, the tables inside an
+//! application's database) is accepted: counted, added to, listed and
+//! worked, and the additions and the application's tables stay as they
+//! were. And `init` adds the tables to an application's database, keeping
+//! its tables and application id (§1.3).
 
-use crate::case::Case;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::ctx::{clip, path_str, Ctx};
+use crate::embedded::{self, COMPAT_MANIFEST};
+use crate::{ensure, ensure_eq};
+
+use super::common::{self, read};
+
+/// One entry of fixtures/compat/manifest.json (see fixtures/README.md).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Entry {
+    pub file: String,
+    pub why: String,
+    pub jobs: i64,
+    pub application_id: i64,
+    pub app_tables: Vec<String>,
+}
+
+pub fn manifest() -> Result<Vec<Entry>, Failure> {
+    serde_json::from_str(COMPAT_MANIFEST)
+        .map_err(|e| Failure::error("a readable compat/manifest.json", e.to_string()))
+}
+
+fn entry(file: &str) -> Result<Entry, Failure> {
+    manifest()?
+        .into_iter()
+        .find(|e| e.file == file)
+        .ok_or_else(|| Failure::error(format!("{file} in compat/manifest.json"), "no such entry"))
+}
+
+/// A case's function.
+type Run = fn(&mut Ctx) -> CaseResult;
+
+/// The fixture cases: id, rule, fixture file, summary, function. The
+/// additions are §2.2's, but that paragraph has no title of its own (see
+/// [`crate::rules::title`]), so they name §2, "What stays the same".
+const FIXTURE_CASES: &[(&str, &str, &str, &str, Run)] = &[
+    (
+        "compat/extra-column",
+        "2",
+        "extra-column.ukue",
+        "a file with an extra ukue_jobs column (with a default) is counted, added to, listed and worked",
+        |ctx| accept_fixture(ctx, "extra-column.ukue"),
+    ),
+    (
+        "compat/extra-index",
+        "2",
+        "extra-index.ukue",
+        "a file with an extra index is counted, added to, listed and worked; the index stays",
+        |ctx| accept_fixture(ctx, "extra-index.ukue"),
+    ),
+    (
+        "compat/extra-meta-key",
+        "2",
+        "extra-meta-key.ukue",
+        "a file with an extra ukue_meta key is counted, added to, listed and worked; the key stays",
+        |ctx| accept_fixture(ctx, "extra-meta-key.ukue"),
+    ),
+    (
+        "compat/app-database",
+        "1.3",
+        "app-database.db",
+        "ukue tables in an app's database are worked; its application_id and tables stay",
+        |ctx| accept_fixture(ctx, "app-database.db"),
+    ),
+    (
+        "compat/text-payload",
+        "3.2",
+        "text-payload.ukue",
+        "jobs added by SQL with TEXT payloads are listed as text and run with their UTF-8 bytes",
+        |ctx| accept_fixture(ctx, "text-payload.ukue"),
+    ),
+];
 
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    let mut cases: Vec<Case> =
+        FIXTURE_CASES.iter().map(|&(id, rule, _, summary, run)| case(id, rule, summary, run)).collect();
+    cases.push(case(
+        "compat/tables-in-app-database",
+        "1.3",
+        "init on an application's database adds the ukue tables and keeps its tables and application_id",
+        tables_in_app_database,
+    ));
+    cases
+}
+
+/// What a program must leave alone in a file: its schema (every table,
+/// index and trigger, by its SQL), the meta rows, the application's
+/// tables' row counts and the application id.
+#[derive(Debug)]
+struct Snapshot {
+    schema: BTreeSet<(String, String, String)>,
+    meta: BTreeMap<String, String>,
+    /// None when the table is gone.
+    app_rows: BTreeMap<String, Option<i64>>,
+    application_id: i64,
+}
+
+fn snapshot(file: &Path, app_tables: &[String]) -> Result<Snapshot, Failure> {
+    let conn = read(file)?;
+    let mut st = conn.prepare("SELECT type, name, coalesce(sql, '') FROM sqlite_master")?;
+    let schema = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let mut st = conn.prepare("SELECT key, value FROM ukue_meta")?;
+    let meta = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let mut app_rows = BTreeMap::new();
+    for table in app_tables {
+        let exists: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get(0),
+        )?;
+        let rows = if exists {
+            let sql = format!("SELECT count(*) FROM \"{}\"", table.replace('"', "\"\""));
+            Some(conn.query_row(&sql, [], |r| r.get(0))?)
+        } else {
+            None
+        };
+        app_rows.insert(table.clone(), rows);
+    }
+    let application_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    Ok(Snapshot { schema, meta, app_rows, application_id })
+}
+
+/// The jobs of a `list --json` answer as (queue, payload text), or what
+/// was wrong with one.
+fn listed(list: &Value) -> Result<Vec<(String, String)>, String> {
+    let jobs = list.get("jobs").and_then(Value::as_array).ok_or("no \"jobs\" array")?;
+    jobs.iter()
+        .map(|job| {
+            let queue =
+                job.get("queue").and_then(Value::as_str).ok_or(format!("a job without a queue: {job}"))?;
+            let payload = job
+                .get("payload")
+                .and_then(Value::as_str)
+                .ok_or(format!("a job whose payload is not text in \"payload\": {job}"))?;
+            Ok((queue.to_string(), payload.to_string()))
+        })
+        .collect()
+}
+
+fn accept_fixture(ctx: &mut Ctx, name: &str) -> CaseResult {
+    let entry = entry(name)?;
+    let subject = ctx.subject().clone();
+    let fixture = format!("compat/{name}");
+    let bytes = embedded::fixture(&fixture)
+        .ok_or_else(|| Failure::error(format!("fixture {fixture}"), "no such fixture in the harness"))?;
+    // Look at a copy of its own: a read-only connection leaves -wal and
+    // -shm behind, and the subject should get the fixture as it is.
+    let pristine = ctx.path(&format!("pristine-{name}"));
+    std::fs::write(&pristine, bytes)?;
+    let before = snapshot(&pristine, &entry.app_tables)?;
+    let file = ctx.tracked_file(name);
+    std::fs::write(&file, bytes)?;
+    let f = path_str(&file);
+    let about = format!("{name}: {}", entry.why);
+
+    let stats = ctx.json(&subject, &["stats", f, "--json"])?;
+    let ready = stats
+        .get("queues")
+        .and_then(Value::as_array)
+        .and_then(|queues| queues.iter().find(|q| q.get("queue").and_then(Value::as_str) == Some("work")))
+        .and_then(|q| q.get("ready"))
+        .and_then(Value::as_i64);
+    ensure!(
+        ready == Some(entry.jobs),
+        format!("`stats --json` to count {} ready jobs in queue work ({about})", entry.jobs),
+        clip(&stats.to_string())
+    );
+
+    let payload = format!("job-{}", entry.jobs + 1);
+    ctx.add(&subject, &file, "work", &payload, &[])?;
+    let list = ctx.json(&subject, &["list", f, "--json"])?;
+    let expected: Vec<(String, String)> =
+        (1..=entry.jobs + 1).map(|i| ("work".to_string(), format!("job-{i}"))).collect();
+    match listed(&list) {
+        Ok(seen) if seen == expected => {}
+        Ok(seen) => {
+            return Err(Failure::fail(
+                format!("`list --json` to show the jobs (queue, payload) {expected:?} ({about})"),
+                format!("{seen:?}"),
+            ));
+        }
+        Err(problem) => {
+            return Err(Failure::fail(
+                format!("`list --json` to show each job's queue, and its payload as text in \"payload\" ({about})"),
+                format!("{problem}\nin {}", clip(&list.to_string())),
+            ));
+        }
+    }
+
+    let added = common::jobs_as_added(&file, "the fixture and the subject's add")?;
+    common::drain(ctx, &subject, &file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
+    common::ran_exactly_once(ctx, &file, added)?;
+
+    let after = snapshot(&file, &entry.app_tables)?;
+    ensure_eq!(after.application_id, entry.application_id, "PRAGMA application_id after the run");
+    let missing: Vec<String> = before
+        .schema
+        .difference(&after.schema)
+        .map(|(kind, name, sql)| {
+            format!("{kind} {name}: {}", sql.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        format!("every table and index of {name} kept as it was (FORMAT.md §2.2; {about})"),
+        format!("missing or changed after the run:\n{}", missing.join("\n"))
+    );
+    let lost: Vec<String> = before
+        .meta
+        .iter()
+        .filter(|(key, value)| after.meta.get(*key) != Some(*value))
+        .map(|(key, value)| format!("{key} = {value:?} is now {:?}", after.meta.get(key)))
+        .collect();
+    ensure!(lost.is_empty(), format!("every ukue_meta row of {name} kept"), lost.join("\n"));
+    ensure_eq!(
+        after.app_rows,
+        before.app_rows,
+        "rows in each of the application's tables (None: the table is gone)"
+    );
+    Ok(())
+}
+
+fn tables_in_app_database(ctx: &mut Ctx) -> CaseResult {
+    const APP_ID: i64 = 0x1234_5678;
+    let subject = ctx.subject().clone();
+    let file = ctx.tracked_file("app.db");
+    {
+        let conn = common::write(&file)?;
+        conn.execute_batch(
+            "PRAGMA application_id = 305419896;
+             CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
+             INSERT INTO orders (item) VALUES ('apples'), ('pears'), ('plums');",
+        )?;
+    }
+    let orders = |file: &Path| -> Result<Vec<(i64, String)>, Failure> {
+        let conn = read(file)?;
+        let rows = conn
+            .prepare("SELECT id, item FROM orders ORDER BY id")
+            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>());
+        rows.map_err(|e| Failure::fail("the application's orders table, with its rows, kept", e.to_string()))
+    };
+    let before = orders(&file)?;
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+
+    let conn = read(&file)?;
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    ensure_eq!(app, APP_ID, "PRAGMA application_id after init (the application's own, FORMAT.md §1.3)");
+    let mut st = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ukue%' ORDER BY name")?;
+    let tables: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    ensure_eq!(tables, vec!["ukue_jobs".to_string(), "ukue_meta".to_string()], "the ukue tables after init");
+    let version: String =
+        conn.query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0))?;
+    ensure_eq!(version.as_str(), "1", "format_version after init");
+    drop(st);
+    drop(conn);
+    ensure_eq!(orders(&file)?, before.clone(), "the application's orders after init");
+
+    // The file is a ukue file now: add to it.
+    let id = ctx.add(&subject, &file, "q", "x", &[])?;
+    ensure_eq!(
+        common::job_row(&file, id)?.map(|(state, _)| state),
+        Some("ready".to_string()),
+        "the added job's state"
+    );
+    ensure_eq!(orders(&file)?, before, "the application's orders after add");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_case_per_manifest_entry() {
+        let files: Vec<String> = manifest().unwrap().into_iter().map(|e| e.file).collect();
+        let cased: Vec<String> = FIXTURE_CASES.iter().map(|c| c.2.to_string()).collect();
+        assert_eq!(files, cased);
+        for case in cases() {
+            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
+        }
+    }
 }

@@ -1,7 +1,115 @@
-//! (to be written)
+//! concurrency: worker processes of the subject drain a queue while the
+//! subject, the reference and add_job.py add more, all on one file.
+//! Every job runs exactly once, one holder at a time, undisturbed.
 
-use crate::case::Case;
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::check;
+use crate::ctx::{path_str, Ctx};
+use crate::history::Added;
+use crate::subject::Subject;
+
+use super::common::{self, no_findings};
 
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    vec![Case {
+        id: "concurrency/drain-while-adding",
+        rule: "6.3",
+        summary: "3 workers × concurrency 3 drain jobs that 3 producers add at once: each runs exactly once",
+        needs: Needs::default(),
+        run: drain_while_adding,
+    }]
+}
+
+const WORKERS: usize = 3;
+const CONCURRENCY: &str = "3";
+const BEFORE: usize = 45;
+const PER_PRODUCER: usize = 30;
+
+fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.tracked_file("jobs.ukue");
+    let subject = ctx.subject().clone();
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    // Payloads are scripts: a short, seeded sleep makes runs overlap.
+    let payload = |ctx: &mut Ctx, by: &str, i: usize| format!("{by}-{i} sleep:{}", ctx.rng.gen_range(0..30));
+    let mut added = Vec::new();
+    for i in 0..BEFORE {
+        let p = payload(ctx, "subject", i);
+        let job = ctx.add(&subject, &file, "q", &p, &[])?;
+        added.push(Added { job, payload: p, by: subject.name.clone() });
+    }
+    let mut producers: Vec<(Subject, Vec<String>)> =
+        vec![(subject.clone(), Vec::new()), (ctx.reference().clone(), Vec::new())];
+    if let Some(python) = ctx.subjects.python.clone() {
+        producers.push((python, Vec::new()));
+    }
+    for (who, payloads) in &mut producers {
+        for i in 0..PER_PRODUCER {
+            payloads.push(payload(ctx, &format!("{}-late", who.name), i));
+        }
+    }
+    let workers = (0..WORKERS)
+        .map(|_| {
+            common::start_worker(
+                ctx,
+                &subject,
+                &file,
+                "q",
+                &["--concurrency", CONCURRENCY, "--poll", "20ms", "--quiet"],
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ctx_ref: &Ctx = ctx;
+    let file_ref = file.as_path();
+    let produced: Vec<Result<Vec<Added>, Failure>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = producers
+            .iter()
+            .map(|(who, payloads)| {
+                scope.spawn(move || {
+                    payloads
+                        .iter()
+                        .map(|p| {
+                            let job = if who.name == "add_job.py" {
+                                ctx_ref.python_add(file_ref, "q", p, &[])?
+                            } else {
+                                ctx_ref.add(who, file_ref, "q", p, &[])?
+                            };
+                            Ok(Added { job, payload: p.clone(), by: who.name.clone() })
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::error("a producer", "panicked"))))
+            .collect()
+    });
+    for batch in produced {
+        added.extend(batch?);
+    }
+    let total = added.len();
+    let drained = ctx.wait_for(&format!("{total} jobs to be drained"), Duration::from_secs(90), || {
+        Ok(common::job_count(&file)? == 0)
+    });
+    for worker in workers {
+        worker.stop(Duration::from_secs(30))?;
+    }
+    drained?;
+    let history = common::history(ctx, &file, added)?;
+    let mut findings = check::exactly_once(&history);
+    for run in &history.executions {
+        let expected = history.added.iter().find(|a| a.job == run.job).map(|a| a.payload.as_str());
+        if expected.is_some_and(|p| p != run.payload) {
+            findings.push(check::Finding {
+                check: "payload",
+                job: Some(run.job),
+                message: format!("ran with payload {:?}, added with {expected:?}", run.payload),
+            });
+        }
+    }
+    no_findings(&format!("each of the {total} jobs to run exactly once, with its own payload"), findings)
 }

@@ -15,7 +15,12 @@ pub fn cases() -> Vec<Case> {
     vec![
         case("format/application-id", "1.3", "init stamps application_id 0x756B7565", application_id),
         case("format/journal-mode-wal", "1.2", "init leaves the file in WAL mode", journal_mode),
-        case("format/meta-keys", "3.1", "ukue_meta holds format_version 1, created_at, created_by", meta_keys),
+        case(
+            "format/meta-keys",
+            "3.1",
+            "ukue_meta holds format_version 1, created_at, created_by",
+            meta_keys,
+        ),
         case("format/schema", "3.2", "tables, columns, defaults, CHECKs and indexes are FORMAT.md's", schema),
         case("format/add-creates-file", "3.3", "add on a missing path creates a version 1 file", add_creates),
     ]
@@ -73,7 +78,9 @@ pub fn schema_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
     let mut facts = Vec::new();
     for table in ["ukue_meta", "ukue_jobs"] {
         let sql: Option<String> = conn
-            .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| r.get(0))
+            .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| {
+                r.get(0)
+            })
             .ok();
         let Some(sql) = sql else {
             facts.push(format!("{table}: missing"));
@@ -103,7 +110,8 @@ pub fn schema_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
     let mut st = conn.prepare(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ukue_jobs' AND sql IS NOT NULL ORDER BY name",
     )?;
-    let indexes: Vec<(String, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let indexes: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     for (name, sql) in indexes {
         if !name.starts_with("ukue_jobs_") || !FORMAT_MD.contains(&format!("INDEX {name} ")) {
             continue; // an index a program added: allowed within version 1
@@ -117,7 +125,9 @@ pub fn schema_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
             })?
             .filter_map(|c| c.ok())
             .filter(|(_, _, key)| *key == 1)
-            .map(|(name, desc, _)| format!("{}{}", name.unwrap_or_default(), if desc == 1 { " DESC" } else { "" }))
+            .map(|(name, desc, _)| {
+                format!("{}{}", name.unwrap_or_default(), if desc == 1 { " DESC" } else { "" })
+            })
             .collect();
         facts.push(format!("index {name}: ({}) where {partial}", cols.join(", ")));
     }
@@ -146,7 +156,10 @@ fn checks(sql: &str) -> Vec<String> {
                 _ => {}
             }
         }
-        out.push(format!("check {}", after[open..=end].replace(" (", "(").replace("( ", "(").replace(" )", ")")));
+        out.push(format!(
+            "check {}",
+            after[open..=end].replace(" (", "(").replace("( ", "(").replace(" )", ")")
+        ));
         rest = &after[end.max(open) + 1..];
     }
     out
@@ -155,7 +168,8 @@ fn checks(sql: &str) -> Vec<String> {
 /// The schema of FORMAT.md's `create_*` blocks, built in memory.
 pub fn format_md_schema() -> Result<Connection, Failure> {
     let conn = Connection::open_in_memory()?;
-    let blocks = ukue::spec::markdown::sql_blocks(FORMAT_MD).map_err(|e| Failure::error("a readable FORMAT.md", e))?;
+    let blocks =
+        ukue::spec::markdown::sql_blocks(FORMAT_MD).map_err(|e| Failure::error("a readable FORMAT.md", e))?;
     for block in blocks.iter().filter(|b| b.name.starts_with("create_")) {
         conn.execute_batch(&block.sql)?;
     }
@@ -170,7 +184,10 @@ fn schema(ctx: &mut Ctx) -> CaseResult {
     let extra: Vec<&String> = seen.iter().filter(|f| !expected.contains(f)).collect();
     ensure!(
         missing.is_empty() && extra.is_empty(),
-        format!("the schema of FORMAT.md, which includes:\n{}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")),
+        format!(
+            "the schema of FORMAT.md, which includes:\n{}",
+            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        ),
         format!("instead:\n{}", extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"))
     );
     Ok(())
@@ -182,7 +199,8 @@ fn add_creates(ctx: &mut Ctx) -> CaseResult {
     let id = ctx.add(&subject, &file, "q", "hello", &[])?;
     ensure_eq!(id, 1, "the first job's id");
     let conn = read(&file)?;
-    let version: String = conn.query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0))?;
+    let version: String =
+        conn.query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0))?;
     ensure_eq!(version.as_str(), "1", "format_version");
     let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     ensure_eq!(app, 0x756B7565, "application_id");

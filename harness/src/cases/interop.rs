@@ -1,7 +1,168 @@
-//! (to be written)
+//! interop: one program adds, another works, through the file alone. Jobs
+//! that the reference, the subject, add_job.py or plain SQL (FORMAT.md
+//! §5.3's short INSERT) added are run exactly once each, with their
+//! payloads, by the other program's worker (§6.3).
 
-use crate::case::Case;
+use std::path::Path;
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::case::{Case, CaseResult, Needs};
+use crate::ctx::{clip, path_str, Ctx};
+use crate::ensure;
+use crate::history::Added;
+use crate::subject::Subject;
+
+use super::common;
+
+/// Jobs a producer adds in a hand-off case.
+const JOBS: usize = 20;
 
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    vec![
+        case(
+            "interop/reference-adds-subject-works",
+            "6.3",
+            "20 jobs the reference adds run exactly once each, with their payloads, in the subject's worker",
+            reference_adds_subject_works,
+        ),
+        case(
+            "interop/subject-adds-reference-works",
+            "6.3",
+            "20 jobs the subject adds run exactly once each, with their payloads, in the reference's worker",
+            subject_adds_reference_works,
+        ),
+        Case {
+            needs: Needs { python: true },
+            ..case(
+                "interop/python-adds-subject-works",
+                "6.3",
+                "20 jobs add_job.py adds run exactly once each, with their payloads, in the subject's worker",
+                python_adds_subject_works,
+            )
+        },
+        case(
+            "interop/text-payload-from-sql",
+            "5.3",
+            "jobs added by FORMAT.md's short INSERT (TEXT payloads) are shown and run as their UTF-8 bytes",
+            text_payload_from_sql,
+        ),
+    ]
+}
+
+/// Who adds the jobs of a hand-off case.
+enum Producer {
+    Program(Subject),
+    Python,
+}
+
+/// A payload from the case's seed: a number, then words of letters,
+/// accented letters and signs (never a probe step: no `:`, no `-`).
+fn payload(ctx: &mut Ctx, i: usize) -> String {
+    const CHARS: &[char] =
+        &['a', 'b', 'k', 'q', 'x', 'z', 'é', 'ü', 'ß', '✓', '日', '.', ',', '!', '"', '\'', '$'];
+    let words = ctx.rng.gen_range(1..=3);
+    let mut text = format!("{i:02}");
+    for _ in 0..words {
+        text.push(' ');
+        let len = ctx.rng.gen_range(1..=12);
+        text.extend((0..len).map(|_| CHARS[ctx.rng.gen_range(0..CHARS.len())]));
+    }
+    text
+}
+
+/// The file is made by `maker`'s `init`; `producer` adds the jobs;
+/// `worker`'s `work` must run each exactly once with its payload.
+fn hand_off(ctx: &mut Ctx, maker: &Subject, producer: Producer, worker: &Subject) -> CaseResult {
+    let file = ctx.tracked_file("shared.ukue");
+    ctx.ok(maker, &["init", path_str(&file)])?;
+    let mut added = Vec::new();
+    for i in 1..=JOBS {
+        let payload = payload(ctx, i);
+        let (job, by) = match &producer {
+            Producer::Program(who) => (ctx.add(who, &file, "q", &payload, &[])?, who.name.clone()),
+            Producer::Python => (ctx.python_add(&file, "q", &payload, &[])?, "add_job.py".to_string()),
+        };
+        added.push(Added { job, payload, by });
+    }
+    check_ids(&file, &added)?;
+    common::drain(ctx, worker, &file, "q", &["--poll", "20ms"], Duration::from_secs(60))?;
+    common::ran_exactly_once(ctx, &file, added)
+}
+
+/// The ids the producer printed are the file's, and hold the payloads it
+/// was given.
+fn check_ids(file: &Path, added: &[Added]) -> CaseResult {
+    let in_file = common::jobs_as_added(file, "")?;
+    let seen: Vec<(i64, &str)> = in_file.iter().map(|a| (a.job, a.payload.as_str())).collect();
+    let printed: Vec<(i64, &str)> = added.iter().map(|a| (a.job, a.payload.as_str())).collect();
+    ensure!(
+        seen == printed,
+        "the file to hold the added jobs under the ids printed, with their payloads",
+        format!("printed {printed:?}\nin the file {seen:?}")
+    );
+    Ok(())
+}
+
+fn reference_adds_subject_works(ctx: &mut Ctx) -> CaseResult {
+    let (reference, subject) = (ctx.reference().clone(), ctx.subject().clone());
+    hand_off(ctx, &reference, Producer::Program(reference.clone()), &subject)
+}
+
+fn subject_adds_reference_works(ctx: &mut Ctx) -> CaseResult {
+    let (reference, subject) = (ctx.reference().clone(), ctx.subject().clone());
+    hand_off(ctx, &subject, Producer::Program(subject.clone()), &reference)
+}
+
+fn python_adds_subject_works(ctx: &mut Ctx) -> CaseResult {
+    let subject = ctx.subject().clone();
+    hand_off(ctx, &subject, Producer::Python, &subject)
+}
+
+fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
+    let subject = ctx.subject().clone();
+    let file = ctx.tracked_file("sql.ukue");
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let texts = ["hello", "grüße ✓"];
+    {
+        let conn = common::write(&file)?;
+        // FORMAT.md §5.3's short form: every other column from the schema.
+        conn.execute("INSERT INTO ukue_jobs (queue, payload) VALUES ('q', 'hello')", [])?;
+        conn.execute("INSERT INTO ukue_jobs (queue, payload) VALUES ('q', ?1)", [texts[1]])?;
+    }
+    let added = common::jobs_as_added(&file, "SQL")?;
+    ensure!(
+        added.iter().map(|a| a.payload.as_str()).eq(texts),
+        "two jobs inserted by SQL",
+        format!("{added:?}")
+    );
+    for a in &added {
+        let id = a.job.to_string();
+        let job = ctx.json(&subject, &["show", path_str(&file), &id, "--json"])?;
+        ensure!(
+            job.get("payload").and_then(Value::as_str) == Some(a.payload.as_str()),
+            format!(
+                "`show {id} --json` to give \"payload\": {:?} (the TEXT payload as its UTF-8 bytes)",
+                a.payload
+            ),
+            clip(&job.to_string())
+        );
+    }
+    common::drain(ctx, &subject, &file, "q", &["--poll", "20ms"], Duration::from_secs(30))?;
+    common::ran_exactly_once(ctx, &file, added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_exist() {
+        for case in cases() {
+            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
+        }
+    }
 }

@@ -1,7 +1,138 @@
-//! (to be written)
+//! leases: a job that runs longer than its lease keeps it (the worker
+//! renews); a worker stopped past its lease loses the job to another, and
+//! its late steps after it wakes do not touch the job the other now holds.
 
-use crate::case::Case;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::check;
+use crate::ctx::{path_str, Ctx};
+use crate::history::{Added, Execution};
+
+use super::common::{self, no_findings};
 
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    vec![
+        Case {
+            id: "leases/renewed-while-running",
+            rule: "6.2",
+            summary: "a job that runs three leases long is renewed and runs once, undisturbed",
+            needs: Needs::default(),
+            run: renewed_while_running,
+        },
+        Case {
+            id: "leases/stopped-worker-loses-job",
+            rule: "5.5",
+            summary:
+                "a worker stopped past its lease loses the job; after SIGCONT its late finish is refused",
+            needs: Needs::default(),
+            run: stopped_worker_loses_job,
+        },
+    ]
+}
+
+fn started(ctx: &Ctx, job: i64, attempt: i64) -> Result<Option<Execution>, Failure> {
+    Ok(common::executions(ctx)?.into_iter().find(|e| e.job == job && e.attempt == attempt))
+}
+
+fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.tracked_file("jobs.ukue");
+    let subject = ctx.subject().clone();
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let payload = "long sleep:2400";
+    let job = ctx.add(&subject, &file, "q", payload, &[])?;
+    // A second worker claims all the time: it would reap the job at once if
+    // the lease were not renewed.
+    let holder = common::start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
+    let rival = common::start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
+    let done =
+        ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(common::job_count(&file)? == 0));
+    holder.stop(Duration::from_secs(30))?;
+    rival.stop(Duration::from_secs(30))?;
+    // A job reaped mid-run comes back only after a 10 s backoff: if it is
+    // still in the file, its holder lost it.
+    if done.is_err() {
+        let row = common::job_row(&file, job)?;
+        return Err(Failure::fail(
+            "the job to finish within 30 s, its lease renewed",
+            format!("the job is now {row:?}"),
+        ));
+    }
+    let history =
+        common::history(ctx, &file, vec![Added { job, payload: payload.into(), by: subject.name.clone() }])?;
+    let mut findings = check::exactly_once(&history);
+    if history.executions.len() != 1 {
+        findings.push(check::Finding {
+            check: "runs",
+            job: Some(job),
+            message: format!("{} runs, expected 1", history.executions.len()),
+        });
+    }
+    no_findings("one run that held its job from start to end", findings)
+}
+
+fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.tracked_file("jobs.ukue");
+    let subject = ctx.subject().clone();
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let payload = "sleep:1500";
+    let job = ctx.add(&subject, &file, "q", payload, &[])?;
+    // A long lease, so that the stopped worker has no renewal due when it
+    // wakes: its first step is then the late finish of a job it lost.
+    let stopped = common::start_worker(ctx, &subject, &file, "q", &["--lease", "10m", "--poll", "20ms"])?;
+    ctx.wait_for("the first worker to start the job", Duration::from_secs(20), || {
+        Ok(started(ctx, job, 1)?.is_some())
+    })?;
+    // Stop the worker alone (its command goes on and ends), then let the
+    // lease run out, as if the worker had been stopped for ten minutes.
+    stopped.process.signal(Signal::SIGSTOP);
+    let stopped_pid = stopped.process.pid() as u32;
+    ctx.wait_for("the stopped worker's command to end", Duration::from_secs(20), || {
+        Ok(started(ctx, job, 1)?.is_some_and(|e| e.end_ms.is_some()))
+    })?;
+    common::write(&file)?.execute(
+        "UPDATE ukue_jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running'",
+        [crate::probe::now_ms() - 1, job],
+    )?;
+    let taker = common::start_worker(ctx, &subject, &file, "q", &["--lease", "30s", "--poll", "20ms"])?;
+    // The taker reaps the job, which is due again after the 10-11 s backoff.
+    let taken = ctx.wait_for(
+        "a second worker to take the job after its lease ran out",
+        Duration::from_secs(40),
+        || Ok(started(ctx, job, 2)?.is_some()),
+    );
+    // Wake the stopped worker while the new holder runs: its late finish
+    // must be refused.
+    stopped.process.signal(Signal::SIGCONT);
+    taken?;
+    let finished =
+        ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(common::job_count(&file)? == 0));
+    stopped.stop(Duration::from_secs(30))?;
+    taker.stop(Duration::from_secs(30))?;
+    finished?;
+    let runs = common::executions(ctx)?;
+    if let Some(second) = runs.iter().find(|e| e.job == job && e.attempt == 2) {
+        if second.held_at_end == Some(false) {
+            return Err(Failure::fail(
+                "the new holder to keep the job until its command ended",
+                "the job was gone or changed when it ended: a stale token was accepted (the stopped worker's late finish took it)",
+            ));
+        }
+    }
+    let mut history =
+        common::history(ctx, &file, vec![Added { job, payload: payload.into(), by: subject.name.clone() }])?;
+    // The stopped worker's lease ran out: that excuses the second run.
+    history.killed_workers.insert(stopped_pid);
+    let mut findings = check::at_least_once(&history);
+    findings.extend(check::attempts(&history));
+    if runs.len() != 2 {
+        findings.push(check::Finding {
+            check: "runs",
+            job: Some(job),
+            message: format!("{} runs, expected 2", runs.len()),
+        });
+    }
+    no_findings("two runs: the stopped worker's, then the new holder's", findings)
 }

@@ -49,7 +49,8 @@ pub fn lost(history: &History) -> Vec<Finding> {
             !finished && !dead
         })
         .map(|added| {
-            let state = history.final_jobs.get(&added.job).map(|j| j.state.as_str()).unwrap_or("gone from the file");
+            let state =
+                history.final_jobs.get(&added.job).map(|j| j.state.as_str()).unwrap_or("gone from the file");
             let runs = by_job.get(&added.job).map_or(0, Vec::len);
             finding(
                 "lost",
@@ -91,7 +92,8 @@ pub fn overlaps(history: &History) -> Vec<Finding> {
             for b in &runs[i + 1..] {
                 let a_end = a.end_ms.unwrap_or(i64::MAX);
                 let overlapping = b.start_ms < a_end;
-                let a_still_held = a.held_at_end != Some(false) && excuse(a, &history.killed_workers).is_none();
+                let a_still_held =
+                    a.held_at_end != Some(false) && excuse(a, &history.killed_workers).is_none();
                 if overlapping && a_still_held {
                     findings.push(finding(
                         "two holders",
@@ -116,12 +118,20 @@ pub fn attempts(history: &History) -> Vec<Finding> {
         let mut expected = runs.first().map_or(1, |e| e.attempt.max(1));
         if let Some(first) = runs.first() {
             if first.attempt != 1 {
-                findings.push(finding("attempts", Some(job), format!("first run was attempt {}", first.attempt)));
+                findings.push(finding(
+                    "attempts",
+                    Some(job),
+                    format!("first run was attempt {}", first.attempt),
+                ));
             }
         }
         for run in &runs {
             if run.attempt < expected {
-                findings.push(finding("attempts", Some(job), format!("attempt {} ran again: not counted", run.attempt)));
+                findings.push(finding(
+                    "attempts",
+                    Some(job),
+                    format!("attempt {} ran again: not counted", run.attempt),
+                ));
             } else if run.attempt > expected {
                 findings.push(finding(
                     "attempts",
@@ -153,7 +163,10 @@ pub fn held_at_start(history: &History) -> Vec<Finding> {
             finding(
                 "not held at start",
                 Some(e.job),
-                format!("attempt {} (pid {}) started while the file did not show it holding the job", e.attempt, e.pid),
+                format!(
+                    "attempt {} (pid {}) started while the file did not show it holding the job",
+                    e.attempt, e.pid
+                ),
             )
         })
         .collect()
@@ -200,7 +213,10 @@ pub fn dead_after_max(history: &History, always_failing: &[i64]) -> Vec<Finding>
             Some(f) => findings.push(finding(
                 "dead after max",
                 Some(*job),
-                format!("{runs} runs of max_attempts {}, now {} with {} attempts", f.max_attempts, f.state, f.attempts),
+                format!(
+                    "{runs} runs of max_attempts {}, now {} with {} attempts",
+                    f.max_attempts, f.state, f.attempts
+                ),
             )),
             None => findings.push(finding("dead after max", Some(*job), "gone from the file, expected dead")),
         }
@@ -317,7 +333,15 @@ mod tests {
         assert!(attempts(&repeated)[0].message.contains("not counted"));
         let skipped = history(&[1], vec![run(1, 1, 0, Some(10), Some(3)), run(1, 3, 20, Some(30), Some(0))]);
         assert!(attempts(&skipped)[0].message.contains("counted twice"));
-        let beyond = history(&[1], vec![run(1, 1, 0, Some(1), Some(3)), run(1, 2, 2, Some(3), Some(3)), run(1, 3, 4, Some(5), Some(3)), run(1, 4, 6, Some(7), Some(0))]);
+        let beyond = history(
+            &[1],
+            vec![
+                run(1, 1, 0, Some(1), Some(3)),
+                run(1, 2, 2, Some(3), Some(3)),
+                run(1, 3, 4, Some(5), Some(3)),
+                run(1, 4, 6, Some(7), Some(0)),
+            ],
+        );
         assert!(attempts(&beyond).iter().any(|f| f.message.contains("beyond max_attempts")));
     }
 

@@ -31,7 +31,9 @@ fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
          WHERE (state = 'running') != (token IS NOT NULL AND lease_until IS NOT NULL)
             OR (state != 'running' AND (token IS NOT NULL OR lease_until IS NOT NULL))",
     )?;
-    for row in st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, r.get::<_, bool>(3)?)))? {
+    for row in st.query_map([], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, r.get::<_, bool>(3)?))
+    })? {
         let (id, state, token, lease) = row?;
         findings.push(finding(
             "invariants",
@@ -39,7 +41,9 @@ fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
             format!("state {state} with token {} and lease_until {}", set(token), set(lease)),
         ));
     }
-    let mut st = conn.prepare("SELECT id, attempts, max_attempts FROM ukue_jobs WHERE attempts < 0 OR attempts > max_attempts")?;
+    let mut st = conn.prepare(
+        "SELECT id, attempts, max_attempts FROM ukue_jobs WHERE attempts < 0 OR attempts > max_attempts",
+    )?;
     for row in st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))? {
         let (id, attempts, max) = row?;
         findings.push(finding("invariants", Some(id), format!("attempts {attempts} outside 0..={max}")));

@@ -85,7 +85,11 @@ impl Reporter for Human {
         families.dedup();
         families.sort();
         families.dedup();
-        let _ = writeln!(out, "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}", "family", "pass", "fail", "error", "timeout", "skipped");
+        let _ = writeln!(
+            out,
+            "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
+            "family", "pass", "fail", "error", "timeout", "skipped"
+        );
         for family in families {
             let of = |s: Status| {
                 reports.iter().filter(|r| r.id.starts_with(&format!("{family}/")) && r.status == s).count()
@@ -100,8 +104,10 @@ impl Reporter for Human {
                 of(Status::Skipped),
             );
         }
-        let line: Vec<String> = counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
-        let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
+        let line: Vec<String> =
+            counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
+        let _ =
+            writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
         let bad: Vec<&CaseReport> = reports.iter().filter(|r| r.status.is_bad()).collect();
         if !bad.is_empty() {
             let _ = writeln!(out, "\nto replay the cases that did not pass:");
