@@ -214,7 +214,10 @@ impl Checker<'_> {
         }
         let objects: i64 =
             self.conn.prepare_cached(self.spec.sql(Stmt::CountSchema))?.query_row([], |r| r.get(0))?;
-        if objects == 0 {
+        let application_id: i64 =
+            self.conn.prepare_cached(self.spec.sql(Stmt::ReadApplicationId))?.query_row([], |r| r.get(0))?;
+        // An application that stamped its own id keeps it, tables or not.
+        if objects == 0 && application_id == 0 {
             self.run(Stmt::SetApplicationId)?;
         }
         for stmt in Stmt::SCHEMA {

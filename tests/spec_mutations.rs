@@ -269,6 +269,20 @@ fn schema(spec: &Arc<Spec>) -> Check {
         .ctx("attach")?;
     let app_id: i64 = app.connection().query_row("PRAGMA application_id", [], |r| r.get(0)).ctx("app id")?;
     ensure_eq!(app_id, 305_419_896, "an application's id");
+    // An application's database with tables but no id of its own is not
+    // taken over: it keeps id 0.
+    let plain_path = f.tmp.dir.path().join("plain.db");
+    let plain = Connection::open(&plain_path).ctx("plain db")?;
+    plain.execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY);").ctx("plain schema")?;
+    let plain = Ukue::options()
+        .spec(f.spec.clone())
+        .clock(f.clock.clone())
+        .access(Access::AddTables)
+        .attach(plain)
+        .ctx("attach plain")?;
+    let plain_id: i64 =
+        plain.connection().query_row("PRAGMA application_id", [], |r| r.get(0)).ctx("plain id")?;
+    ensure_eq!(plain_id, 0, "the id of an application's database that had none");
     f.file.finish(c.id, &c.token, false).ctx("finish")?;
     f.done()
 }
@@ -890,7 +904,7 @@ fn mutations_of_the_holders_steps_are_caught() {
         m(Stmt::Fail, ":permanent OR ", ""),
         m(Stmt::Fail, "last_error = :error", "last_error = substr(:error, 2)"),
         m(Stmt::Renew, ":now + :lease", "lease_until + :lease"),
-        m(Stmt::Release, "attempts = attempts - 1, ", ""),
+        m(Stmt::Release, "attempts = max(attempts - 1, 0), ", ""),
         m(Stmt::Release, "SET state = 'ready'", "SET state = 'dead'"),
     ]);
 }
@@ -965,7 +979,10 @@ fn an_edited_format_md_is_loaded_and_caught() {
     for (from, to) in [
         ("ORDER BY priority DESC, run_at, id\nLIMIT 1", "ORDER BY priority DESC, id\nLIMIT 1"),
         ("max_attempts INTEGER NOT NULL DEFAULT 10", "max_attempts INTEGER NOT NULL DEFAULT 5"),
-        ("SET state = 'ready', attempts = attempts - 1,", "SET state = 'ready', attempts = attempts,"),
+        (
+            "SET state = 'ready', attempts = max(attempts - 1, 0),",
+            "SET state = 'ready', attempts = attempts,",
+        ),
     ] {
         let edited = page.replacen(from, to, 1);
         assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");

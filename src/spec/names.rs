@@ -32,6 +32,7 @@ statements! {
     BeginImmediate = "begin_immediate",
     FindTables = "find_tables",
     CountSchema = "count_schema",
+    ReadApplicationId = "read_application_id",
     SetApplicationId = "set_application_id",
     InsertMeta = "insert_meta",
     Commit = "commit",

@@ -44,27 +44,25 @@ fn entry(file: &str) -> Result<Entry, Failure> {
 /// A case's function.
 type Run = fn(&mut Ctx) -> CaseResult;
 
-/// The fixture cases: id, rule, fixture file, summary, function. The
-/// additions are §2.2's, but that paragraph has no title of its own (see
-/// [`crate::rules::title`]), so they name §2, "What stays the same".
+/// The fixture cases: id, rule, fixture file, summary, function.
 const FIXTURE_CASES: &[(&str, &str, &str, &str, Run)] = &[
     (
         "compat/extra-column",
-        "2",
+        "2.2",
         "extra-column.ukue",
         "a file with an extra ukue_jobs column (with a default) is counted, added to, listed and worked",
         |ctx| accept_fixture(ctx, "extra-column.ukue"),
     ),
     (
         "compat/extra-index",
-        "2",
+        "2.2",
         "extra-index.ukue",
         "a file with an extra index is counted, added to, listed and worked; the index stays",
         |ctx| accept_fixture(ctx, "extra-index.ukue"),
     ),
     (
         "compat/extra-meta-key",
-        "2",
+        "2.2",
         "extra-meta-key.ukue",
         "a file with an extra ukue_meta key is counted, added to, listed and worked; the key stays",
         |ctx| accept_fixture(ctx, "extra-meta-key.ukue"),
