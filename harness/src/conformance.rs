@@ -213,9 +213,7 @@ fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
 pub fn run(args: Args) -> Result<u8> {
     let all = cases::all();
     if args.list {
-        for case in &all {
-            println!("{:<44} {:<22} {}", case.id, crate::rules::label(case.rule), case.summary);
-        }
+        list(&all, args.format);
         return Ok(exit::OK);
     }
     let only = globs(&args.cases)?;
@@ -302,6 +300,27 @@ pub fn run(args: Args) -> Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// `--list`: one case a line (a reader that stops early is no error).
+fn list(all: &[Case], format: Format) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for case in all {
+        let line = match format {
+            Format::Human => {
+                format!("{:<44} {:<28} {}", case.id, crate::rules::label(case.rule), case.summary)
+            }
+            Format::Json => serde_json::json!({
+                "id": case.id, "rule": case.rule, "rule_title": crate::rules::title(case.rule),
+                "summary": case.summary, "needs_python": case.needs.python,
+            })
+            .to_string(),
+        };
+        if writeln!(out, "{line}").is_err() {
+            return;
+        }
+    }
 }
 
 /// On SIGINT or SIGTERM: kill every case's processes, then exit 130.

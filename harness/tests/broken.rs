@@ -1,0 +1,124 @@
+//! The suite passes the reference and fails each deliberately broken
+//! program on the case meant to catch it.
+
+mod support;
+
+use support::*;
+
+#[test]
+fn heavy_the_whole_suite_passes_the_reference() {
+    let (code, reports, stderr) = run_suite(&["--impl", reference().to_str().unwrap(), "--jobs", "2"], &[]);
+    let bad: Vec<String> = reports
+        .iter()
+        .filter(|r| r.get("status").is_some_and(|s| !["pass", "skipped"].contains(&s.as_str().unwrap_or(""))))
+        .map(|r| r.to_string())
+        .collect();
+    assert!(bad.is_empty(), "cases that did not pass the reference:\n{}\n{stderr}", bad.join("\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let summary = reports.last().expect("a summary line");
+    assert_eq!(summary["ok"], true);
+    assert!(summary["cases"].as_u64().unwrap() >= 50);
+}
+
+/// (bug, the case meant to catch it)
+const CAUGHT_BY: &[(&str, &str)] = &[
+    ("reversed-priority", "steps/claim-order-priority"),
+    ("finish-without-token", "leases/stopped-worker-loses-job"),
+    ("no-reaping", "steps/lease-reaped-counted"),
+    ("split-claim", "concurrency/drain-while-adding"),
+    ("accepts-version-2", "refusal/format-version-2"),
+    ("uncounted-attempts", "steps/fail-backoff"),
+    ("no-renew", "leases/renewed-while-running"),
+];
+
+#[test]
+fn heavy_each_broken_program_fails_the_case_meant_to_catch_it() {
+    let mut escaped = Vec::new();
+    for (bug, case) in CAUGHT_BY {
+        let (code, reports, stderr) =
+            run_suite(&["--impl", broken().to_str().unwrap(), "--cases", case], &[("UKUE_BROKEN", bug)]);
+        let report = reports.iter().find(|r| r["id"] == *case);
+        let status = report.and_then(|r| r["status"].as_str()).unwrap_or("missing");
+        if code != 1 || !["fail", "timeout", "error"].contains(&status) {
+            escaped.push(format!("{bug}: {case} was {status} (exit {code}) {stderr}"));
+        } else {
+            let report = report.unwrap();
+            assert!(report["replay"].as_str().unwrap().contains(case), "a replay command for {case}");
+            assert!(report["expected"].is_string() && report["seen"].is_string(), "{report}");
+        }
+    }
+    assert!(escaped.is_empty(), "broken programs the suite passed:\n{}", escaped.join("\n"));
+}
+
+#[test]
+fn expected_failures_are_reported_and_a_listed_pass_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("known.txt");
+    std::fs::write(&list, "# known bugs\nsteps/claim-order-priority  priorities are reversed\n").unwrap();
+    let list = list.to_str().unwrap();
+    let (code, reports, _) = run_suite(
+        &[
+            "--impl",
+            broken().to_str().unwrap(),
+            "--cases",
+            "steps/claim-order-*",
+            "--expected-failures",
+            list,
+        ],
+        &[("UKUE_BROKEN", "reversed-priority")],
+    );
+    let status =
+        |id: &str| reports.iter().find(|r| r["id"] == id).map(|r| r["status"].as_str().unwrap().to_string());
+    assert_eq!(status("steps/claim-order-priority").as_deref(), Some("expected_failure"));
+    assert_eq!(code, 1, "claim-order-run-at also fails on reversed priorities, and is not listed");
+    let (code, reports, _) = run_suite(
+        &[
+            "--impl",
+            reference().to_str().unwrap(),
+            "--cases",
+            "steps/claim-order-priority",
+            "--expected-failures",
+            list,
+        ],
+        &[],
+    );
+    let status = reports.iter().find(|r| r["id"] == "steps/claim-order-priority").unwrap()["status"].clone();
+    assert_eq!(status, "unexpected_pass");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn usage_errors_and_missing_binaries_have_their_own_exit_codes() {
+    let (code, _, _) = run_suite(&["--cases", "no-such-case/*"], &[]);
+    assert_eq!(code, 2);
+    let (code, _, stderr) = run_suite(&["--impl", "/nonexistent/ukue"], &[]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("/nonexistent/ukue"), "{stderr}");
+    let out = std::process::Command::new(conformance()).arg("--frobnicate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn junit_and_skips() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("report.xml");
+    let (code, reports, _) = run_suite(
+        &[
+            "--impl",
+            reference().to_str().unwrap(),
+            "--cases",
+            "format/*",
+            "--skip",
+            "format/schema",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0);
+    let skipped = reports.iter().find(|r| r["id"] == "format/schema").unwrap();
+    assert_eq!(skipped["status"], "skipped");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testsuite name=\"format\"") && xml.contains("format/application-id"), "{xml}");
+    assert!(xml.contains("<skipped"), "{xml}");
+}

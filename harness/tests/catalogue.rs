@@ -1,0 +1,64 @@
+//! spec/CONFORMANCE.md lists every case with the rule it checks, and only
+//! the cases there are.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use ukue_harness::{cases, embedded, rules};
+
+/// The `| \`id\` | §rule title | summary |` rows of CONFORMANCE.md.
+fn listed() -> BTreeMap<String, String> {
+    embedded::CONFORMANCE_MD
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let rule = cells.get(2)?.strip_prefix('§')?.split_whitespace().next()?;
+            id.contains('/').then(|| (id.to_string(), rule.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_case_is_listed_with_its_rule_and_nothing_else_is() {
+    let listed = listed();
+    let cases: BTreeMap<String, String> =
+        cases::all().into_iter().map(|c| (c.id.to_string(), c.rule.to_string())).collect();
+    let missing: Vec<&String> = cases.keys().filter(|id| !listed.contains_key(*id)).collect();
+    let stale: Vec<&String> = listed.keys().filter(|id| !cases.contains_key(*id)).collect();
+    assert!(missing.is_empty(), "cases that spec/CONFORMANCE.md does not list: {missing:?}");
+    assert!(stale.is_empty(), "spec/CONFORMANCE.md lists cases that do not exist: {stale:?}");
+    for (id, rule) in &cases {
+        assert_eq!(listed.get(id), Some(rule), "{id}: CONFORMANCE.md names another rule");
+    }
+}
+
+#[test]
+fn every_case_names_a_rule_of_format_md_and_ids_are_unique() {
+    let all = cases::all();
+    let mut ids = std::collections::BTreeSet::new();
+    for case in &all {
+        assert!(rules::title(case.rule).is_some(), "{}: FORMAT.md has no section {}", case.id, case.rule);
+        assert!(ids.insert(case.id), "{} twice", case.id);
+        let (family, name) = case.id.split_once('/').expect("family/name");
+        assert!(!family.is_empty() && !name.is_empty() && !name.contains('/'), "{}", case.id);
+        assert!(!case.summary.is_empty(), "{}: no summary", case.id);
+    }
+    assert!(all.len() >= 50, "only {} cases", all.len());
+}
+
+#[test]
+fn the_runner_lists_the_same_cases() {
+    let out = std::process::Command::new(support::conformance())
+        .args(["--list", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = cases::all().iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(ids, expected);
+}

@@ -1,0 +1,42 @@
+//! Finding the binaries the harness tests drive.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub fn conformance() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ukue-conformance"))
+}
+
+pub fn broken() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ukue-broken"))
+}
+
+/// The reference `ukue`, beside the harness's binaries. A workspace test
+/// run builds it; a run of this package alone builds it here.
+pub fn reference() -> PathBuf {
+    let path = conformance().with_file_name("ukue");
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "ukue", "--bin", "ukue"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the reference ukue failed");
+    }
+    path
+}
+
+/// Runs the suite with `args`; returns the exit code and the JSON reports.
+pub fn run_suite(args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<serde_json::Value>, String) {
+    let out = Command::new(conformance())
+        .args(["--format", "json", "--reference"])
+        .arg(reference())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("ukue-conformance runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let reports = stdout.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).collect();
+    (out.status.code().unwrap_or(-1), reports, String::from_utf8_lossy(&out.stderr).into_owned())
+}
