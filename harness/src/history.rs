@@ -73,6 +73,79 @@ impl History {
     }
 }
 
+/// One operation in the Jepsen style: a process invoked something, and it
+/// went ok, failed, or nobody knows (the process died first).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Op {
+    /// `add JOB by PRODUCER`, or `run` by the probe's pid.
+    pub process: String,
+    pub f: &'static str,
+    #[serde(rename = "type")]
+    pub kind: OpKind,
+    pub job: i64,
+    pub attempt: Option<i64>,
+    pub at_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    Invoke,
+    Ok,
+    Fail,
+    Unknown,
+}
+
+impl History {
+    /// The history as operations, in time order (adds first: producers
+    /// report only what they acknowledged).
+    pub fn ops(&self) -> Vec<Op> {
+        let mut ops: Vec<Op> = self
+            .added
+            .iter()
+            .map(|a| Op {
+                process: a.by.clone(),
+                f: "add",
+                kind: OpKind::Ok,
+                job: a.job,
+                attempt: None,
+                at_ms: None,
+            })
+            .collect();
+        let mut runs = Vec::new();
+        for e in &self.executions {
+            let process = format!("probe {} (worker {})", e.pid, e.worker_pid);
+            let op = |kind, at_ms| Op {
+                process: process.clone(),
+                f: "run",
+                kind,
+                job: e.job,
+                attempt: Some(e.attempt),
+                at_ms,
+            };
+            runs.push(op(OpKind::Invoke, Some(e.start_ms)));
+            runs.push(match (e.end_ms, e.exit) {
+                (Some(end), Some(0)) => op(OpKind::Ok, Some(end)),
+                (Some(end), _) => op(OpKind::Fail, Some(end)),
+                (None, _) => op(OpKind::Unknown, None),
+            });
+        }
+        runs.sort_by_key(|o| o.at_ms.unwrap_or(i64::MAX));
+        ops.extend(runs);
+        ops
+    }
+
+    /// Writes [`History::ops`] as JSON lines (kept with a failing case).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut text = String::new();
+        for op in self.ops() {
+            text.push_str(&serde_json::to_string(&op).map_err(std::io::Error::other)?);
+            text.push('\n');
+        }
+        std::fs::write(path, text)
+    }
+}
+
 /// Pairs the probe's start and end records into executions.
 pub fn executions(log: &str) -> Result<Vec<Execution>, String> {
     let mut open: HashMap<u32, Execution> = HashMap::new();
@@ -168,5 +241,9 @@ mod tests {
         assert_eq!((runs[1].job, runs[1].end_ms, runs[1].exit), (2, Some(110), Some(0)));
         assert_eq!((runs[2].job, runs[2].end_ms), (3, None), "a killed probe has no end");
         assert!(executions("not json").is_err());
+        let history = History { executions: runs, ..History::default() };
+        let kinds: Vec<OpKind> = history.ops().iter().map(|o| o.kind).collect();
+        use OpKind::*;
+        assert_eq!(kinds, [Invoke, Invoke, Ok, Fail, Invoke, Unknown]);
     }
 }

@@ -93,12 +93,15 @@ pub fn executions(ctx: &Ctx) -> Result<Vec<Execution>, Failure> {
 
 /// The history of the case: the probe's log and the file at the end.
 pub fn history(ctx: &Ctx, file: &Path, added: Vec<history::Added>) -> Result<History, Failure> {
-    Ok(History {
+    let history = History {
         added,
         executions: executions(ctx)?,
         killed_workers: Default::default(),
         final_jobs: history::final_jobs(file)?,
-    })
+    };
+    // Kept with the case's directory when it fails (--keep).
+    history.save(&ctx.path("history.jsonl"))?;
+    Ok(history)
 }
 
 /// The number of jobs in the file, in any state.

@@ -189,6 +189,29 @@ pub fn changed_while_held(history: &History) -> Vec<Finding> {
         .collect()
 }
 
+/// A job's latest holder lost it while it ran, after an earlier holder's
+/// worker was stopped or killed: the old holder's late step (with its stale
+/// token) was accepted.
+pub fn stale_token(history: &History) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in history.by_job() {
+        let Some(last) = runs.last() else { continue };
+        let earlier_interrupted =
+            runs[..runs.len() - 1].iter().find(|e| history.killed_workers.contains(&e.worker_pid));
+        if let (Some(old), Some(false)) = (earlier_interrupted, last.held_at_end) {
+            findings.push(finding(
+                "stale token accepted",
+                Some(job),
+                format!(
+                    "attempt {} (pid {}) lost the job while it ran; the stopped holder of attempt {} (worker {}) changed it",
+                    last.attempt, last.pid, old.attempt, old.worker_pid
+                ),
+            ));
+        }
+    }
+    findings
+}
+
 /// Runs in start order must be `expected` (one worker, one at a time).
 pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
     let mut runs: Vec<&Execution> = history.executions.iter().collect();
@@ -350,6 +373,23 @@ mod tests {
         let mut early = run(1, 1, 0, Some(10), Some(0));
         early.held_at_start = Some(false);
         assert_eq!(held_at_start(&history(&[1], vec![early])).len(), 1);
+    }
+
+    #[test]
+    fn a_stale_token_accepted_is_found() {
+        let mut old = run(1, 1, 0, Some(10), Some(0));
+        old.worker_pid = 99;
+        let mut new = run(1, 2, 20, Some(40), Some(0));
+        new.worker_pid = 7;
+        new.held_at_end = Some(false);
+        let mut h = history(&[1], vec![old.clone(), new.clone()]);
+        h.killed_workers.insert(99);
+        let found = stale_token(&h);
+        assert_eq!(found.len(), 1, "{found:?}");
+        new.held_at_end = Some(true);
+        let mut h = history(&[1], vec![old, new]);
+        h.killed_workers.insert(99);
+        assert_eq!(stale_token(&h), vec![]);
     }
 
     #[test]
