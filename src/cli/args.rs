@@ -19,13 +19,17 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Create an empty ukue file (or add the tables to a SQLite database)
-    Init { file: PathBuf },
+    Init {
+        /// The ukue file
+        file: PathBuf,
+    },
     /// Add a job; prints its id
     Add(AddArgs),
     /// Run a command once per job until stopped
     Work(WorkArgs),
     /// Counts per queue
     Stats {
+        /// The ukue file
         file: PathBuf,
         #[arg(long)]
         json: bool,
@@ -34,13 +38,16 @@ pub enum Cmd {
     List(ListArgs),
     /// One job with its payload and last error
     Show {
+        /// The ukue file
         file: PathBuf,
+        /// The job's id
         id: i64,
         #[arg(long)]
         json: bool,
     },
     /// Send dead jobs back to ready, attempts reset to 0
     Retry {
+        /// The ukue file
         file: PathBuf,
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         ids: Vec<i64>,
@@ -53,6 +60,7 @@ pub enum Cmd {
     },
     /// Delete dead or done jobs
     Purge {
+        /// The ukue file
         file: PathBuf,
         #[arg(long, value_parser = ["dead", "done"])]
         state: String,
@@ -61,6 +69,7 @@ pub enum Cmd {
     },
     /// Delete jobs in any state
     Delete {
+        /// The ukue file
         file: PathBuf,
         #[arg(required = true)]
         ids: Vec<i64>,
@@ -71,7 +80,9 @@ pub enum Cmd {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
+    /// The ukue file
     pub file: PathBuf,
+    /// The queue (1 to 200 characters)
     #[arg(value_parser = queue_name)]
     pub queue: String,
     /// The payload; read from stdin when left out or `-`
@@ -92,7 +103,9 @@ pub struct AddArgs {
 
 #[derive(Debug, Args)]
 pub struct WorkArgs {
+    /// The ukue file
     pub file: PathBuf,
+    /// The queue (1 to 200 characters)
     #[arg(value_parser = queue_name)]
     pub queue: String,
     /// Jobs run at once
@@ -123,6 +136,7 @@ pub struct WorkArgs {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// The ukue file
     pub file: PathBuf,
     #[arg(long, value_parser = queue_name)]
     pub queue: Option<String>,
