@@ -11,7 +11,7 @@ use crate::error::{Error, Invalid, Result};
 use crate::job::{Claim, Claimed, Failed, Job, JobId, ListFilter, NewJob, QueueStats, Retry, State};
 use crate::open::{Access, OpenOptions};
 use crate::spec::{Spec, Stmt};
-use crate::{token, validate};
+use crate::{fault, token, validate};
 
 /// A connection to a ukue file.
 #[derive(Debug)]
@@ -148,23 +148,28 @@ impl Ukue {
                     claimed_from_row(row, token.clone())
                 })
                 .optional()?;
-            job.map(Claim::Job)
-                .ok_or_else(|| Error::Corrupt(format!("job {id} was picked but could not be taken")))
+            let job =
+                job.ok_or_else(|| Error::Corrupt(format!("job {id} was picked but could not be taken")))?;
+            // Test-only: a crash with the job taken but the claim not committed.
+            fault::point(fault::CLAIM_BEFORE_COMMIT);
+            Ok(Claim::Job(job))
         })
     }
 
     /// Finishes a held job: deleted, or kept as done (FORMAT.md §5.5).
     pub fn finish(&mut self, id: JobId, token: &str, keep_done: bool) -> Result<()> {
         let now = self.now();
-        let changed = if keep_done {
-            self.conn
-                .prepare_cached(self.sql(Stmt::FinishKeep))?
-                .execute(named_params! {":id": id, ":token": token, ":now": now})?
-        } else {
-            self.conn
-                .prepare_cached(self.sql(Stmt::FinishDelete))?
-                .execute(named_params! {":id": id, ":token": token})?
-        };
+        let changed = fault::in_commit(&self.conn, fault::INSIDE_FINISH, || {
+            if keep_done {
+                self.conn
+                    .prepare_cached(self.sql(Stmt::FinishKeep))?
+                    .execute(named_params! {":id": id, ":token": token, ":now": now})
+            } else {
+                self.conn
+                    .prepare_cached(self.sql(Stmt::FinishDelete))?
+                    .execute(named_params! {":id": id, ":token": token})
+            }
+        })?;
         held(changed, id)
     }
 
@@ -177,17 +182,18 @@ impl Ukue {
             Retry::After(ms) => (false, Some(within_range(now, ms)?)),
             Retry::Never => (true, None),
         };
-        let row: Option<(String, Millis)> = self
-            .conn
-            .prepare_cached(self.sql(Stmt::Fail))?
-            .query_row(
-                named_params! {
-                    ":id": id, ":token": token, ":now": now, ":error": error,
-                    ":permanent": permanent, ":retry_in": retry_in,
-                },
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
+        let row: Option<(String, Millis)> = fault::in_commit(&self.conn, fault::INSIDE_FAIL, || {
+            self.conn
+                .prepare_cached(self.sql(Stmt::Fail))?
+                .query_row(
+                    named_params! {
+                        ":id": id, ":token": token, ":now": now, ":error": error,
+                        ":permanent": permanent, ":retry_in": retry_in,
+                    },
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+        })?;
         match row {
             None => Err(Error::LeaseLost { id }),
             Some((state, _)) if state == "dead" => Ok(Failed::Dead),

@@ -18,6 +18,8 @@
 pub mod cli;
 pub mod clock;
 pub mod error;
+#[doc(hidden)]
+pub mod fault;
 mod file;
 pub mod job;
 mod open;

@@ -14,8 +14,8 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::job::{Claim, Claimed, Failed, Retry, DEFAULT_LEASE_MS};
 use crate::open::OpenOptions;
-use crate::validate;
 use crate::Ukue;
+use crate::{fault, validate};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -70,7 +70,10 @@ pub enum StopReason {
     Shutdown,
 }
 
-/// What the worker tells its caller, as it happens.
+/// What the worker tells its caller, as it happens. `Busy`: another
+/// connection held the file's write lock for the whole busy timeout
+/// (FORMAT.md §4.1) while the worker tried `step` (`renew`, `finish`,
+/// `fail`, `release`) on the job; it tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Claimed { id: i64, attempt: i64 },
@@ -78,6 +81,7 @@ pub enum Event {
     Failed { id: i64, error: String, to: Failed },
     Released { id: i64 },
     LeaseLost { id: i64 },
+    Busy { id: i64, step: &'static str },
     Stopping { reason: StopReason, id: i64 },
     Error { message: String },
 }
@@ -317,6 +321,8 @@ impl SlotRunner<'_> {
 
     fn run_job(&self, job: Claimed) {
         (self.events)(Event::Claimed { id: job.id, attempt: job.attempt });
+        // Test-only: a crash with the claim committed and the work not started.
+        fault::point(fault::AFTER_CLAIM);
         {
             let mut state = self.worker.shared.lock();
             state.slots[self.slot] = Slot::default();
@@ -326,6 +332,8 @@ impl SlotRunner<'_> {
         thread::scope(|scope| {
             scope.spawn(|| self.supervise(&job, started));
             let outcome = self.handler.handle(&job, &control);
+            // Test-only: a crash with the work done and not yet recorded.
+            fault::point(fault::AFTER_WORK);
             self.settle(&job, outcome, started);
         });
     }
@@ -379,7 +387,13 @@ impl SlotRunner<'_> {
                         control.set_stop(StopReason::LeaseLost);
                         return;
                     }
-                    Err(e) if e.is_busy() => next_renew = now + BUSY_RETRY,
+                    Err(e) if e.is_busy() => {
+                        (self.events)(Event::Busy { id: job.id, step: "renew" });
+                        // From now, not from before the busy timeout: else
+                        // the retry is due at once and takes the connection
+                        // straight back from a finish waiting for it.
+                        next_renew = Instant::now() + BUSY_RETRY;
+                    }
                     Err(e) => {
                         (self.events)(Event::Error { message: format!("renew job {}: {e}", job.id) });
                         next_renew = now + BUSY_RETRY.max(renew_every / 10);
@@ -439,6 +453,12 @@ impl SlotRunner<'_> {
                 Ok(event) => return Some(event),
                 Err(Error::LeaseLost { id }) => return Some(Event::LeaseLost { id }),
                 Err(e) if e.is_busy() => {
+                    let step = match &outcome {
+                        Outcome::Finish => "finish",
+                        Outcome::Fail { .. } => "fail",
+                        Outcome::Release => "release",
+                    };
+                    (self.events)(Event::Busy { id: job.id, step });
                     if control.wait(BUSY_RETRY) == Some(StopReason::LeaseLost) {
                         self.mark_done();
                         return Some(Event::LeaseLost { id: job.id });

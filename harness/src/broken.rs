@@ -74,9 +74,21 @@ pub const BUGS: &[Bug] = &[
         replaced: &[],
     },
     Bug {
+        name: "renew-without-token",
+        what: "renew does not check the token",
+        edits: &[(Stmt::Renew, "AND token = :token", "AND (token = :token OR 1)")],
+        replaced: &[],
+    },
+    Bug {
         name: "sync-normal",
         what: "commits are not synced before they are acknowledged",
         edits: &[(Stmt::SetSynchronous, "FULL", "NORMAL")],
+        replaced: &[],
+    },
+    Bug {
+        name: "journal-off",
+        what: "no -wal and no journal: a commit overwrites pages in place; a power cut leaves half of it",
+        edits: &[(Stmt::SetWal, "WAL", "OFF")],
         replaced: &[],
     },
 ];

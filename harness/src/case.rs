@@ -10,6 +10,8 @@ use crate::ctx::Ctx;
 pub struct Needs {
     /// python3, to run add_job.py.
     pub python: bool,
+    /// strace, to see the subject's system calls.
+    pub strace: bool,
 }
 
 #[derive(Clone, Copy)]

@@ -40,6 +40,10 @@ pub enum Format {
 #[derive(Debug, Parser)]
 #[command(name = "ukue-conformance", version)]
 pub struct Args {
+    /// With no subcommand: run the suite. `model` and `replay` are the
+    /// model-based runs against a step driver (crate::model::cli).
+    #[command(subcommand)]
+    pub command: Option<crate::model::cli::ModelCommand>,
     /// The implementation under test (default: the `ukue` beside this binary)
     #[arg(long = "impl", value_name = "PATH")]
     pub implementation: Option<PathBuf>,
@@ -74,6 +78,10 @@ pub struct Args {
     /// How long one case may take
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub case_timeout: Duration,
+    /// Workers the crash cases kill, shared out among them (more kills
+    /// make each case longer: raise --case-timeout with them)
+    #[arg(long, value_name = "N", default_value_t = crate::ctx::DEFAULT_CRASH_KILLS)]
+    pub crash_kills: usize,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Also write a JUnit XML report here
@@ -189,6 +197,7 @@ fn subjects(args: &Args) -> Result<Subjects> {
         reference: Subject::binary(reference),
         python,
         probe,
+        strace: on_path("strace"),
     })
 }
 
@@ -207,10 +216,16 @@ fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
     if args.keep {
         line.push_str(" --keep");
     }
+    if args.crash_kills != crate::ctx::DEFAULT_CRASH_KILLS {
+        line.push_str(&format!(" --crash-kills {}", args.crash_kills));
+    }
     line
 }
 
-pub fn run(args: Args) -> Result<u8> {
+pub fn run(mut args: Args) -> Result<u8> {
+    if let Some(command) = args.command.take() {
+        return Ok(crate::model::cli::run(command));
+    }
     let all = cases::all();
     if args.list {
         list(&all, args.format);
@@ -245,6 +260,8 @@ pub fn run(args: Args) -> Result<u8> {
             skipped.push((case, "--skip".to_string()));
         } else if case.needs.python && subjects.python.is_none() {
             skipped.push((case, "needs python3 (see --python)".to_string()));
+        } else if case.needs.strace && subjects.strace.is_none() {
+            skipped.push((case, "needs strace on PATH".to_string()));
         } else {
             run_cases.push(case);
         }
@@ -258,6 +275,7 @@ pub fn run(args: Args) -> Result<u8> {
         keep: args.keep,
         expected_failures,
         work_root: root.path().to_path_buf(),
+        crash_kills: args.crash_kills,
     };
     interrupt_kills_everything()?;
     let mut human;
@@ -313,7 +331,7 @@ fn list(all: &[Case], format: Format) {
             }
             Format::Json => serde_json::json!({
                 "id": case.id, "rule": case.rule, "rule_title": crate::rules::title(case.rule),
-                "summary": case.summary, "needs_python": case.needs.python,
+                "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
             })
             .to_string(),
         };

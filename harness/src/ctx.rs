@@ -28,7 +28,16 @@ pub struct Ctx {
     deadline: Instant,
     /// ukue files whose integrity and invariants are checked after the case.
     pub tracked: Vec<PathBuf>,
+    /// How many workers the crash family kills, over all its cases
+    /// (`--crash-kills`).
+    pub crash_kills: usize,
+    /// Figures a case reports whatever its outcome (shown with `-v`, and
+    /// in the JSON report).
+    pub notes: Vec<String>,
 }
+
+/// The crash family's kills in a default run.
+pub const DEFAULT_CRASH_KILLS: usize = 200;
 
 impl Ctx {
     pub fn new(dir: PathBuf, seed: u64, subjects: Arc<Subjects>, marker: String, deadline: Instant) -> Ctx {
@@ -40,6 +49,8 @@ impl Ctx {
             procs: Procs::new(marker),
             deadline,
             tracked: Vec::new(),
+            crash_kills: DEFAULT_CRASH_KILLS,
+            notes: Vec::new(),
         }
     }
 
@@ -72,7 +83,8 @@ impl Ctx {
         Ok(path)
     }
 
-    fn remaining(&self) -> Duration {
+    /// The time left before the case's deadline.
+    pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
     }
 

@@ -66,6 +66,9 @@ pub struct CaseReport {
     pub seed: u64,
     pub work_dir: Option<PathBuf>,
     pub replay: String,
+    /// Figures the case reported (kills, reruns…), whatever its outcome.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +85,8 @@ pub struct Config {
     pub work_root: PathBuf,
     /// The command line that replays a case, without `--cases`.
     pub replay: String,
+    /// The crash family's kills, over all its cases (`--crash-kills`).
+    pub crash_kills: usize,
 }
 
 /// One case's seed: the run's seed mixed with the case id, so that a case
@@ -155,6 +160,7 @@ fn blank(config: &Config, case: &Case) -> CaseReport {
         seed: config.seed,
         work_dir: None,
         replay: format!("{} --cases '{}'", config.replay, case.id),
+        notes: Vec::new(),
     }
 }
 
@@ -163,7 +169,7 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
     let mut report = blank(config, case);
     let dir = config.work_root.join(case.id.replace('/', "__"));
     let outcome = match std::fs::create_dir_all(&dir) {
-        Ok(()) => run_in(config, case, dir.clone()),
+        Ok(()) => run_in(config, case, dir.clone(), &mut report.notes),
         Err(e) => Err(Failure::error("a work directory", e.to_string())),
     };
     report.duration_ms = started.elapsed().as_millis();
@@ -202,11 +208,12 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
 
 /// Runs the case in a thread of its own, so that a case stuck past its
 /// deadline is reported as a timeout instead of stopping the run.
-fn run_in(config: &Config, case: &Case, dir: PathBuf) -> Result<(), Failure> {
+fn run_in(config: &Config, case: &Case, dir: PathBuf, notes: &mut Vec<String>) -> Result<(), Failure> {
     let deadline = Instant::now() + config.case_timeout;
     let seed = case_seed(config.seed, case.id);
     let marker = format!("{}-{}", std::process::id(), case.id);
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
+    ctx.crash_kills = config.crash_kills;
     let (tx, rx) = mpsc::channel();
     let run = case.run;
     std::thread::spawn(move || {
@@ -221,12 +228,15 @@ fn run_in(config: &Config, case: &Case, dir: PathBuf) -> Result<(), Failure> {
         // Kill what the case started before its files are checked.
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));
-        let _ = tx.send(result);
+        let _ = tx.send((result, std::mem::take(&mut ctx.notes)));
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.
     match rx.recv_timeout(config.case_timeout + Duration::from_secs(15)) {
-        Ok(result) => result,
+        Ok((result, case_notes)) => {
+            *notes = case_notes;
+            result
+        }
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Err(Failure::error("the case to report", "its thread ended without a result"))
         }

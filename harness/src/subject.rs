@@ -32,4 +32,6 @@ pub struct Subjects {
     pub python: Option<Subject>,
     /// The probe binary that `work` runs as its command.
     pub probe: PathBuf,
+    /// strace, for the durability cases.
+    pub strace: Option<PathBuf>,
 }

@@ -29,6 +29,12 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("accepts-version-2", "refusal/format-version-2"),
     ("uncounted-attempts", "steps/fail-backoff"),
     ("no-renew", "leases/renewed-while-running"),
+    ("no-reaping", "crash/kill-workers-1"),
+    ("sync-normal", "durability/add-acknowledged-after-sync"),
+    ("sync-normal", "durability/work-starts-after-sync"),
+    ("sync-normal", "powerloss/subject-adds"),
+    ("journal-off", "powerloss/subject-adds"),
+    ("journal-off", "ioerror/add-disk-full"),
 ];
 
 #[test]

@@ -147,6 +147,9 @@ pub fn report(event: Event, quiet: bool) {
         }
         Event::Released { id } => format!("ukue work: job {id} given back"),
         Event::LeaseLost { id } => format!("ukue work: job {id}: lease lost; another worker may run it"),
+        Event::Busy { id, step } => {
+            format!("ukue work: job {id}: the file stayed locked past the busy timeout; retrying the {step}")
+        }
         Event::Stopping { reason, id } => format!("ukue work: job {id}: stopping its command ({reason:?})"),
     };
     eprintln!("{line}");

@@ -36,7 +36,7 @@ pub fn cases() -> Vec<Case> {
             subject_adds_reference_works,
         ),
         Case {
-            needs: Needs { python: true },
+            needs: Needs { python: true, ..Needs::default() },
             ..case(
                 "interop/python-adds-subject-works",
                 "6.3",

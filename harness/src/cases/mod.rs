@@ -5,9 +5,13 @@ mod bad_input;
 pub mod common;
 mod compat;
 mod concurrency;
+mod crash;
+mod durability;
 mod format;
 mod interop;
+mod ioerror;
 mod leases;
+mod powerloss;
 mod refusal;
 mod steps;
 
@@ -22,7 +26,11 @@ pub fn all() -> Vec<Case> {
     cases.extend(steps::cases());
     cases.extend(bad_input::cases());
     cases.extend(concurrency::cases());
+    cases.extend(crash::cases());
     cases.extend(leases::cases());
     cases.extend(interop::cases());
+    cases.extend(durability::cases());
+    cases.extend(powerloss::cases());
+    cases.extend(ioerror::cases());
     cases
 }

@@ -1,7 +1,7 @@
 //! Delivery checks: nothing lost, nothing run twice without an excuse, no
 //! two holders at once, attempts counted once each, order kept.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{finding, Finding};
 use crate::history::{Execution, History};
@@ -35,23 +35,58 @@ pub fn excuse(earlier: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Exc
     }
 }
 
+/// The executions of each job in start order, the jobs in id order: what
+/// [`History::by_job`] gives, in one sorted vector instead of a map with a
+/// vector a job, so that the checks stay linear in the history's length.
+struct ByJob<'a> {
+    runs: Vec<&'a Execution>,
+}
+
+impl<'a> ByJob<'a> {
+    fn of(history: &'a History) -> ByJob<'a> {
+        let mut runs: Vec<&Execution> = history.executions.iter().collect();
+        // A stable sort, as by_job's: ties keep the history's order. The
+        // history is nearly in this order already, which the sort exploits.
+        runs.sort_by_key(|e| (e.job, e.start_ms, e.attempt));
+        ByJob { runs }
+    }
+
+    /// Each job with its runs.
+    fn jobs(&self) -> impl Iterator<Item = (i64, &[&'a Execution])> {
+        self.runs.chunk_by(|a, b| a.job == b.job).map(|runs| (runs[0].job, runs))
+    }
+}
+
 /// Every job that was added (and acknowledged) must have run to a good
 /// end, or be dead in the file. A job still ready or running at the end
 /// of a drain is lost.
 pub fn lost(history: &History) -> Vec<Finding> {
-    let by_job = history.by_job();
-    history
-        .added
+    lost_in(history, &ByJob::of(history))
+}
+
+fn lost_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
+    // Each added job's (runs, one ended well), found by walking the added
+    // jobs and the runs side by side in job order.
+    let added = &history.added;
+    let mut in_job_order: Vec<usize> = (0..added.len()).collect();
+    in_job_order.sort_by_key(|&i| added[i].job);
+    let mut found = vec![(0, false); added.len()];
+    let mut jobs = by_job.jobs().peekable();
+    for i in in_job_order {
+        while jobs.next_if(|(job, _)| *job < added[i].job).is_some() {}
+        if let Some((_, runs)) = jobs.peek().filter(|(job, _)| *job == added[i].job) {
+            found[i] = (runs.len(), runs.iter().any(|e| e.succeeded()));
+        }
+    }
+    added
         .iter()
-        .filter(|added| {
-            let finished = by_job.get(&added.job).is_some_and(|runs| runs.iter().any(|e| e.succeeded()));
-            let dead = history.final_jobs.get(&added.job).is_some_and(|j| j.state == "dead");
-            !finished && !dead
+        .zip(found)
+        .filter(|(added, (_, finished))| {
+            !finished && history.final_jobs.get(&added.job).is_none_or(|j| j.state != "dead")
         })
-        .map(|added| {
+        .map(|(added, (runs, _))| {
             let state =
                 history.final_jobs.get(&added.job).map(|j| j.state.as_str()).unwrap_or("gone from the file");
-            let runs = by_job.get(&added.job).map_or(0, Vec::len);
             finding(
                 "lost",
                 Some(added.job),
@@ -63,8 +98,12 @@ pub fn lost(history: &History) -> Vec<Finding> {
 
 /// A job that ran again although nothing excuses it.
 pub fn duplicates(history: &History) -> Vec<Finding> {
+    duplicates_in(history, &ByJob::of(history))
+}
+
+fn duplicates_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for (job, runs) in history.by_job() {
+    for (job, runs) in by_job.jobs() {
         for pair in runs.windows(2) {
             if excuse(pair[0], &history.killed_workers).is_none() {
                 findings.push(finding(
@@ -86,24 +125,29 @@ pub fn duplicates(history: &History) -> Vec<Finding> {
 
 /// Two executions of one job at once, the earlier still holding it.
 pub fn overlaps(history: &History) -> Vec<Finding> {
+    overlaps_in(history, &ByJob::of(history))
+}
+
+fn overlaps_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for (job, runs) in history.by_job() {
+    for (job, runs) in by_job.jobs() {
         for (i, a) in runs.iter().enumerate() {
-            for b in &runs[i + 1..] {
-                let a_end = a.end_ms.unwrap_or(i64::MAX);
-                let overlapping = b.start_ms < a_end;
-                let a_still_held =
-                    a.held_at_end != Some(false) && excuse(a, &history.killed_workers).is_none();
-                if overlapping && a_still_held {
-                    findings.push(finding(
-                        "two holders",
-                        Some(job),
-                        format!(
-                            "attempt {} (pid {}) started at {} ms while attempt {} (pid {}) ran until {} ms and still held it",
-                            b.attempt, b.pid, b.start_ms, a.attempt, a.pid, a_end
-                        ),
-                    ));
-                }
+            let a_end = a.end_ms.unwrap_or(i64::MAX);
+            let a_still_held = a.held_at_end != Some(false) && excuse(a, &history.killed_workers).is_none();
+            if !a_still_held {
+                continue;
+            }
+            // The runs are in start order: once one starts after `a` ended,
+            // so do all that follow.
+            for b in runs[i + 1..].iter().take_while(|b| b.start_ms < a_end) {
+                findings.push(finding(
+                    "two holders",
+                    Some(job),
+                    format!(
+                        "attempt {} (pid {}) started at {} ms while attempt {} (pid {}) ran until {} ms and still held it",
+                        b.attempt, b.pid, b.start_ms, a.attempt, a.pid, a_end
+                    ),
+                ));
             }
         }
     }
@@ -113,8 +157,12 @@ pub fn overlaps(history: &History) -> Vec<Finding> {
 /// Each run of a job is the next attempt: a repeated number is an attempt
 /// not counted, a skipped one an attempt counted twice.
 pub fn attempts(history: &History) -> Vec<Finding> {
+    attempts_in(&ByJob::of(history))
+}
+
+fn attempts_in(by_job: &ByJob) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for (job, runs) in history.by_job() {
+    for (job, runs) in by_job.jobs() {
         let mut expected = runs.first().map_or(1, |e| e.attempt.max(1));
         if let Some(first) = runs.first() {
             if first.attempt != 1 {
@@ -125,7 +173,7 @@ pub fn attempts(history: &History) -> Vec<Finding> {
                 ));
             }
         }
-        for run in &runs {
+        for run in runs {
             if run.attempt < expected {
                 findings.push(finding(
                     "attempts",
@@ -194,7 +242,7 @@ pub fn changed_while_held(history: &History) -> Vec<Finding> {
 /// token) was accepted.
 pub fn stale_token(history: &History) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for (job, runs) in history.by_job() {
+    for (job, runs) in ByJob::of(history).jobs() {
         let Some(last) = runs.last() else { continue };
         let earlier_interrupted =
             runs[..runs.len() - 1].iter().find(|e| history.killed_workers.contains(&e.worker_pid));
@@ -227,10 +275,15 @@ pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
 /// Jobs whose every attempt fails must end dead after exactly
 /// max_attempts runs.
 pub fn dead_after_max(history: &History, always_failing: &[i64]) -> Vec<Finding> {
-    let by_job = history.by_job();
+    let mut counts: HashMap<i64, i64> = always_failing.iter().map(|&job| (job, 0)).collect();
+    for e in &history.executions {
+        if let Some(runs) = counts.get_mut(&e.job) {
+            *runs += 1;
+        }
+    }
     let mut findings = Vec::new();
     for job in always_failing {
-        let runs = by_job.get(job).map_or(0, Vec::len) as i64;
+        let runs = counts[job];
         match history.final_jobs.get(job) {
             Some(f) if f.state == "dead" && runs == f.max_attempts => {}
             Some(f) => findings.push(finding(
@@ -251,10 +304,11 @@ pub fn dead_after_max(history: &History, always_failing: &[i64]) -> Vec<Finding>
 /// duplicated, one holder at a time, every command started by its holder
 /// and never disturbed.
 pub fn exactly_once(history: &History) -> Vec<Finding> {
-    let mut findings = lost(history);
-    findings.extend(duplicates(history));
-    findings.extend(overlaps(history));
-    findings.extend(attempts(history));
+    let by_job = ByJob::of(history);
+    let mut findings = lost_in(history, &by_job);
+    findings.extend(duplicates_in(history, &by_job));
+    findings.extend(overlaps_in(history, &by_job));
+    findings.extend(attempts_in(&by_job));
     findings.extend(held_at_start(history));
     findings.extend(changed_while_held(history));
     findings
@@ -263,10 +317,99 @@ pub fn exactly_once(history: &History) -> Vec<Finding> {
 /// The delivery checks of a run with crashes: nothing lost, and every
 /// second run excused.
 pub fn at_least_once(history: &History) -> Vec<Finding> {
-    let mut findings = lost(history);
-    findings.extend(duplicates(history));
-    findings.extend(overlaps(history));
+    let by_job = ByJob::of(history);
+    let mut findings = lost_in(history, &by_job);
+    findings.extend(duplicates_in(history, &by_job));
+    findings.extend(overlaps_in(history, &by_job));
     findings.extend(held_at_start(history));
+    findings
+}
+
+/// A run of a job after an earlier run of it, and what excuses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rerun {
+    pub job: i64,
+    pub attempt: i64,
+    /// The attempt of the run before it.
+    pub after: i64,
+    /// None when nothing does: then [`duplicates`] has a finding for it.
+    pub excuse: Option<Excuse>,
+}
+
+/// Every run of a job after its first, with the excuse that the run
+/// before it gives, for a report. A run is excused exactly when
+/// [`duplicates`] excuses it, but the excuse named is the most specific:
+/// a killed command, then a lapsed lease, then a failure, and only then
+/// the death of its worker — which so names a run that ended well and
+/// held its job, whose finish the death cut off.
+pub fn reruns(history: &History) -> Vec<Rerun> {
+    let mut reruns = Vec::new();
+    for (job, runs) in ByJob::of(history).jobs() {
+        for pair in runs.windows(2) {
+            let earlier = pair[0];
+            let excuse = if earlier.end_ms.is_none() {
+                Some(Excuse::Killed)
+            } else if earlier.held_at_end == Some(false) {
+                Some(Excuse::LeaseLapsed)
+            } else if earlier.exit != Some(0) {
+                Some(Excuse::Failed)
+            } else {
+                excuse(earlier, &history.killed_workers)
+            };
+            reruns.push(Rerun { job, attempt: pair[1].attempt, after: earlier.attempt, excuse });
+        }
+    }
+    reruns
+}
+
+/// With killed workers: a run that ended well and held its job excuses a
+/// rerun by its worker's death only when the death came before the finish
+/// committed. `cut_off` holds the (job, attempt) of such runs, as the file
+/// showed them once the worker was dead: the job still there, not done.
+pub fn finish_cut_off(history: &History, cut_off: &BTreeSet<(i64, i64)>) -> Vec<Finding> {
+    reruns(history)
+        .into_iter()
+        .filter(|r| r.excuse == Some(Excuse::WorkerKilled) && !cut_off.contains(&(r.job, r.after)))
+        .map(|r| {
+            finding(
+                "duplicate",
+                Some(r.job),
+                format!(
+                    "ran again (attempt {}) after attempt {} had ended well and its finish had committed; \
+                     its worker was killed only later",
+                    r.attempt, r.after
+                ),
+            )
+        })
+        .collect()
+}
+
+/// With crashes: each run of a job is a later attempt than the run before
+/// it. A claim that committed just before its worker died leaves a number
+/// unused, but no number is used twice: every claim counts (FORMAT.md §5.4).
+pub fn attempts_rise(history: &History) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in ByJob::of(history).jobs() {
+        for pair in runs.windows(2) {
+            if pair[1].attempt <= pair[0].attempt {
+                findings.push(finding(
+                    "attempts",
+                    Some(job),
+                    format!(
+                        "attempt {} ran after attempt {}: a claim was not counted",
+                        pair[1].attempt, pair[0].attempt
+                    ),
+                ));
+            }
+        }
+        if let Some(run) = runs.iter().find(|e| e.max_attempts > 0 && e.attempt > e.max_attempts) {
+            findings.push(finding(
+                "attempts",
+                Some(job),
+                format!("attempt {} ran, beyond max_attempts {}", run.attempt, run.max_attempts),
+            ));
+        }
+    }
     findings
 }
 
@@ -390,6 +533,51 @@ mod tests {
         let mut h = history(&[1], vec![old, new]);
         h.killed_workers.insert(99);
         assert_eq!(stale_token(&h), vec![]);
+    }
+
+    #[test]
+    fn reruns_name_their_excuse_and_attempts_must_rise() {
+        let mut killed = run(1, 1, 0, Some(10), Some(0));
+        killed.worker_pid = 99;
+        let mut h = history(
+            &[1, 2],
+            vec![
+                killed,
+                run(1, 3, 20, None, None),
+                run(1, 4, 30, Some(40), Some(3)),
+                run(1, 5, 50, Some(60), Some(0)),
+                run(2, 1, 0, Some(10), Some(0)),
+                run(2, 2, 20, Some(30), Some(0)),
+            ],
+        );
+        h.killed_workers.insert(99);
+        let found: Vec<(i64, i64, Option<Excuse>)> =
+            reruns(&h).into_iter().map(|r| (r.job, r.attempt, r.excuse)).collect();
+        assert_eq!(
+            found,
+            [
+                (1, 3, Some(Excuse::WorkerKilled)),
+                (1, 4, Some(Excuse::Killed)),
+                (1, 5, Some(Excuse::Failed)),
+                (2, 2, None)
+            ]
+        );
+        // Job 1's attempt 1 ended well: its worker's death excuses the
+        // rerun only if the finish had not committed.
+        assert_eq!(finish_cut_off(&h, &BTreeSet::from([(1, 1)])), vec![]);
+        let found = finish_cut_off(&h, &BTreeSet::new());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].job, Some(1));
+        // Attempt 2 of job 1 was never run (its worker died after the
+        // claim): a gap is allowed.
+        for run in &mut h.executions {
+            run.max_attempts = 10;
+        }
+        assert_eq!(attempts_rise(&h), vec![]);
+        let repeated = history(&[1], vec![run(1, 2, 0, None, None), run(1, 2, 20, Some(30), Some(0))]);
+        assert_eq!(attempts_rise(&repeated).len(), 1);
+        let beyond = history(&[1], vec![run(1, 4, 0, Some(10), Some(0))]);
+        assert!(attempts_rise(&beyond)[0].message.contains("beyond max_attempts"));
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub fn invariants(path: &Path) -> Vec<Finding> {
     }
 }
 
+/// The same checks on a connection the caller holds (the model-based runs
+/// check after every step).
+pub fn invariants_of(conn: &Connection) -> Vec<Finding> {
+    check(conn).unwrap_or_else(|e| vec![finding("integrity", None, e.to_string())])
+}
+
 fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
     let mut findings = Vec::new();
     let integrity: Vec<String> =

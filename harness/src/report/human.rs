@@ -38,6 +38,9 @@ pub fn failure_text(r: &CaseReport) -> String {
     if let Some(reason) = &r.reason {
         text.push_str(&format!("  listed:   {reason}\n"));
     }
+    for note in &r.notes {
+        text.push_str(&format!("  note:     {}\n", indent(note)));
+    }
     text.push_str(&format!("  seed:     {}\n", r.seed));
     if let Some(dir) = &r.work_dir {
         text.push_str(&format!("  kept:     {}\n", dir.display()));
@@ -74,7 +77,13 @@ impl Reporter for Human {
         if r.status.is_bad() {
             self.say(failure_text(r));
         } else if self.verbose || r.status == Status::ExpectedFailure {
-            self.say(format!("{:<16} {} ({} ms)", r.status.as_str(), r.id, r.duration_ms));
+            let mut line = format!("{:<16} {} ({} ms)", r.status.as_str(), r.id, r.duration_ms);
+            if self.verbose {
+                for note in &r.notes {
+                    line.push_str(&format!("\n  {note}"));
+                }
+            }
+            self.say(line);
         }
     }
 

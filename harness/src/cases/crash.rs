@@ -1,0 +1,573 @@
+//! crash: the subject's workers are SIGKILLed at seeded random moments —
+//! each with every process it started, its commands (which sit in groups
+//! of their own) included — while the other workers keep going, producers
+//! keep adding and new workers start with a 1 s lease. Then the queue
+//! drains. Every job that was added finishes, or is dead where its script
+//! says so; none is lost or left running; every run after a job's first is
+//! excused (its worker or command was killed, its lease lapsed, or it
+//! failed); attempts only rise; and a read-only connection finds the file
+//! intact (`PRAGMA integrity_check` and FORMAT.md §7) after every kill and
+//! at the end (§6.3).
+//!
+//! A reaped job is due again only after the backoff (10 s × 2^(attempts−1)
+//! plus up to 10%), so a case kills for a bounded period (about 300 ms a
+//! kill), and the drain's deadline covers the backoff of a job killed as
+//! often as that period allows. The kills (`--crash-kills`, 200 by
+//! default) are shared out among four cases that differ in the workers'
+//! concurrency, and run side by side within `--jobs`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use rand::Rng;
+use rusqlite::OptionalExtension;
+
+use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::check::{self, Excuse, Finding};
+use crate::ctx::{path_str, Ctx};
+use crate::history::{Added, History};
+use crate::probe::{self, Step};
+use crate::subject::Subject;
+
+use super::common::{self, Worker};
+
+pub fn cases() -> Vec<Case> {
+    let case = |id, summary, run| Case { id, rule: "6.3", summary, needs: Needs::default(), run };
+    vec![
+        case(
+            "crash/kill-workers-1",
+            "workers (--concurrency 1) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            kill_workers_1,
+        ),
+        case(
+            "crash/kill-workers-2",
+            "workers (--concurrency 2) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            kill_workers_2,
+        ),
+        case(
+            "crash/kill-workers-3",
+            "workers (--concurrency 3 --keep-done) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            kill_workers_3,
+        ),
+        case(
+            "crash/kill-workers-4",
+            "workers (--concurrency 4) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            kill_workers_4,
+        ),
+    ]
+}
+
+/// How many cases share the kills.
+const CASES: usize = 4;
+
+fn kill_workers_1(ctx: &mut Ctx) -> CaseResult {
+    kill_workers(ctx, "1", false)
+}
+
+fn kill_workers_2(ctx: &mut Ctx) -> CaseResult {
+    kill_workers(ctx, "2", false)
+}
+
+fn kill_workers_3(ctx: &mut Ctx) -> CaseResult {
+    kill_workers(ctx, "3", true)
+}
+
+fn kill_workers_4(ctx: &mut Ctx) -> CaseResult {
+    kill_workers(ctx, "4", false)
+}
+
+/// Workers running at any time.
+const WORKERS: usize = 4;
+const LEASE: &str = "1s";
+/// Jobs in the file before the first worker starts.
+const INITIAL_JOBS: usize = 40;
+/// The pause before each kill.
+const KILL_GAP_MS: Range<u64> = 100..500;
+/// The pause before each add of a producer.
+const ADD_GAP_MS: Range<u64> = 100..400;
+/// A running job whose lease ran out this long ago, while idle workers
+/// claim every 20 ms (and each claim reaps, FORMAT.md §5.4), is stuck.
+const STUCK_AFTER_MS: i64 = 8_000;
+/// What the drain needs beyond the longest backoff: the last leases, the
+/// last runs, a loaded machine.
+const DRAIN_MARGIN: Duration = Duration::from_secs(30);
+
+/// Every random choice of a case, drawn from its seed before anything runs.
+struct Plan {
+    initial: Vec<String>,
+    /// Per producer: (pause before the add, payload).
+    producers: Vec<Vec<(u64, String)>>,
+    /// (pause before the kill, which worker).
+    kills: Vec<(u64, usize)>,
+}
+
+/// A job's script: mostly a short run; some fail their first attempt, some
+/// fail for good (exit 65: dead).
+fn script(rng: &mut impl Rng, label: &str) -> String {
+    match rng.gen_range(0..20) {
+        0 | 1 => format!("{label} fail-attempts:1 sleep:{}", rng.gen_range(20..300)),
+        2 => format!("{label} sleep:{} exit:65", rng.gen_range(0..200)),
+        _ => format!("{label} sleep:{}", rng.gen_range(20..800)),
+    }
+}
+
+fn dead_by_script(payload: &str) -> bool {
+    probe::script(payload).contains(&Step::Exit(ukue::cli::work::EXIT_PERMANENT))
+}
+
+impl Plan {
+    fn draw(rng: &mut impl Rng, kills: usize, producers: &[&str]) -> Plan {
+        let initial = (0..INITIAL_JOBS).map(|i| script(rng, &format!("initial-{i}"))).collect();
+        // Enough adds for the whole kill period; a producer stops when it ends.
+        let adds = (kills * KILL_GAP_MS.end as usize).div_ceil(ADD_GAP_MS.start as usize);
+        let producers = producers
+            .iter()
+            .map(|by| {
+                (0..adds).map(|i| (rng.gen_range(ADD_GAP_MS), script(rng, &format!("{by}-{i}")))).collect()
+            })
+            .collect();
+        let kills = (0..kills).map(|_| (rng.gen_range(KILL_GAP_MS), rng.gen_range(0..WORKERS))).collect();
+        Plan { initial, producers, kills }
+    }
+}
+
+/// A flag that ends the producers' (and the kills') pauses at once.
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    /// Pauses for `pause`, or less when stopped meanwhile; true when stopped.
+    fn pause(&self, pause: Duration) -> bool {
+        let guard = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = self
+            .changed
+            .wait_timeout_while(guard, pause, |stopped| !*stopped)
+            .unwrap_or_else(|p| p.into_inner());
+        *guard
+    }
+}
+
+fn kill_workers(ctx: &mut Ctx, concurrency: &str, keep_done: bool) -> CaseResult {
+    let mut notes = Vec::new();
+    let outcome = kill_and_drain(ctx, concurrency, keep_done, &mut notes);
+    ctx.notes = notes;
+    outcome
+}
+
+fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut Vec<String>) -> CaseResult {
+    let file = ctx.tracked_file("jobs.ukue");
+    let subject = ctx.subject().clone();
+    let reference = ctx.reference().clone();
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let kills = ctx.crash_kills.div_ceil(CASES);
+    let plan = Plan::draw(&mut ctx.rng, kills, &["subject", "reference"]);
+    let mut added = Vec::new();
+    for payload in &plan.initial {
+        let job = ctx.add(&subject, &file, "q", payload, &[])?;
+        added.push(Added { job, payload: payload.clone(), by: subject.name.clone() });
+    }
+    let mut options = vec!["--concurrency", concurrency, "--lease", LEASE, "--poll", "20ms", "--quiet"];
+    if keep_done {
+        options.push("--keep-done");
+    }
+    let ctx: &Ctx = ctx;
+    let mut workers = (0..WORKERS)
+        .map(|_| common::start_worker(ctx, &subject, &file, "q", &options))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Kill while the producers add.
+    let stop = Stop::default();
+    let kill_started = Instant::now();
+    let (killing, produced) = std::thread::scope(|scope| {
+        let producers: Vec<_> = [&subject, &reference]
+            .into_iter()
+            .zip(&plan.producers)
+            .map(|(who, adds)| {
+                let (stop, file) = (&stop, file.as_path());
+                scope.spawn(move || produce(ctx, who, file, adds, stop))
+            })
+            .collect();
+        let killing = kill_loop(ctx, &subject, &file, &options, &plan.kills, &mut workers, &stop);
+        stop.set();
+        let produced: Vec<Result<Vec<Added>, Failure>> = producers
+            .into_iter()
+            .map(|p| p.join().unwrap_or_else(|_| Err(Failure::error("a producer", "panicked"))))
+            .collect();
+        (killing, produced)
+    });
+    let kill_period = kill_started.elapsed();
+    for batch in produced {
+        added.extend(batch?);
+    }
+    let mut killing = killing?;
+
+    // Drain: the workers left run every job, each killed one after its backoff.
+    let drain_started = Instant::now();
+    let limit = kill_period.mul_f64(1.1) + DRAIN_MARGIN;
+    let drained = drain(ctx, &file, &mut workers, limit);
+    let drain_time = drain_started.elapsed();
+    let mut stopped = Ok(());
+    for worker in workers {
+        stopped = stopped.and(worker.stop(Duration::from_secs(30)));
+    }
+
+    let mut history = common::history(ctx, &file, added)?;
+    history.killed_workers.extend(killing.pids.iter().copied());
+    let reruns = check::reruns(&history);
+    let mut findings = std::mem::take(&mut killing.integrity);
+    findings.extend(check::at_least_once(&history));
+    findings.extend(check::finish_cut_off(&history, &killing.cut_off));
+    findings.extend(check::attempts_rise(&history));
+    findings.extend(common::payload_findings(&history));
+    findings.extend(script_findings(&history, keep_done));
+    findings.extend(check::file::invariants(&file));
+    *notes = figures(&history, &killing, &reruns, kill_period, drain_time);
+    if let Err(failure) = drained {
+        return Err(Failure { seen: format!("{}\n{}", failure.seen, clipped(&findings)), ..failure });
+    }
+    stopped?;
+    if !findings.is_empty() {
+        return Err(Failure::fail(
+            "every job added to finish (or be dead where its script exits 65), none lost or left running, \
+             every rerun excused by a killed worker or command, a lapsed lease or a failure, \
+             attempts rising, the file intact after every kill and at the end",
+            clipped(&findings),
+        ));
+    }
+    // A run of kills that never hit a running command showed nothing.
+    let interrupted = history
+        .executions
+        .iter()
+        .filter(|e| e.end_ms.is_none() && history.killed_workers.contains(&e.worker_pid))
+        .count();
+    if killing.killed >= 10 && interrupted == 0 {
+        return Err(Failure::error(
+            "the kills to interrupt running commands",
+            format!("none of {} kills did", killing.killed),
+        ));
+    }
+    Ok(())
+}
+
+/// What the kills did.
+#[derive(Default)]
+struct Killing {
+    /// Workers killed.
+    killed: usize,
+    /// Every process killed: workers, their commands, whatever they started.
+    pids: Vec<u32>,
+    /// The (job, attempt) of runs that ended well whose finish the kill cut off.
+    cut_off: BTreeSet<(i64, i64)>,
+    /// Findings of the integrity samples taken after each kill.
+    integrity: Vec<Finding>,
+    /// Integrity samples taken.
+    samples: usize,
+}
+
+fn kill_loop(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    options: &[&str],
+    plan: &[(u64, usize)],
+    workers: &mut Vec<Worker>,
+    stop: &Stop,
+) -> Result<Killing, Failure> {
+    let mut killing = Killing::default();
+    for &(pause, victim) in plan {
+        // Leave the drain its time.
+        if stop.pause(Duration::from_millis(pause)) || ctx.remaining() < DRAIN_MARGIN * 2 {
+            break;
+        }
+        exited_by_itself(workers)?;
+        let worker = workers.remove(victim % workers.len());
+        let pids = kill_worker(worker)?;
+        killing.cut_off.extend(cut_off_finishes(ctx, file, &pids)?);
+        killing.pids.extend(pids);
+        killing.killed += 1;
+        workers.insert(victim % (workers.len() + 1), common::start_worker(ctx, who, file, "q", options)?);
+        // Sampled while the other workers run and right after a kill.
+        killing.samples += 1;
+        let found = check::file::invariants(file);
+        if !found.is_empty() {
+            killing.integrity.extend(
+                found.into_iter().map(|f| Finding {
+                    message: format!("after kill {}: {}", killing.killed, f.message),
+                    ..f
+                }),
+            );
+            break;
+        }
+    }
+    Ok(killing)
+}
+
+/// The (job, attempt) of the runs of the killed processes that ended well
+/// but whose finish never committed: once the worker is dead, the job is
+/// still in the file, and not done. (Nobody else can have finished it:
+/// another worker takes it only after its lease and the backoff.)
+fn cut_off_finishes(ctx: &Ctx, file: &Path, pids: &[u32]) -> Result<Vec<(i64, i64)>, Failure> {
+    let pids: HashSet<u32> = pids.iter().copied().collect();
+    let conn = common::read(file)?;
+    let mut found = Vec::new();
+    for run in common::executions(ctx)? {
+        if pids.contains(&run.worker_pid) && run.end_ms.is_some() && run.exit == Some(0) {
+            let state: Option<String> = conn
+                .query_row("SELECT state FROM ukue_jobs WHERE id = ?1", [run.job], |r| r.get(0))
+                .optional()?;
+            if state.is_some_and(|state| state != "done") {
+                found.push((run.job, run.attempt));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Adds the planned jobs through `who`, one after each pause, until stopped.
+fn produce(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    plan: &[(u64, String)],
+    stop: &Stop,
+) -> Result<Vec<Added>, Failure> {
+    let mut added = Vec::new();
+    for (pause, payload) in plan {
+        if stop.pause(Duration::from_millis(*pause)) {
+            break;
+        }
+        match ctx.add(who, file, "q", payload, &[]) {
+            Ok(job) => added.push(Added { job, payload: payload.clone(), by: who.name.clone() }),
+            Err(e) => {
+                stop.set();
+                return Err(e);
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// A worker that ended although nobody killed it fails the case.
+fn exited_by_itself(workers: &mut [Worker]) -> Result<(), Failure> {
+    for worker in workers {
+        if let Some(status) = worker.process.child.try_wait()? {
+            return Err(Failure::fail(
+                "the workers to keep running until killed or stopped",
+                format!("one exited by itself ({status}): {}", crate::ctx::clip(&worker.stderr())),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Stops the worker (so that it starts nothing more), SIGKILLs every
+/// process it started — each one's whole group, since a command leads a
+/// group of its own — and then the worker's own group. Returns every pid
+/// killed: a command's `worker_pid` is its parent, whichever it is.
+fn kill_worker(mut worker: Worker) -> Result<Vec<u32>, Failure> {
+    let pid = worker.process.pid();
+    exited_by_itself(std::slice::from_mut(&mut worker))?;
+    worker.process.signal(Signal::SIGSTOP);
+    wait_stopped(pid);
+    let descendants = descendants(pid);
+    let own_group = nix::unistd::getpgrp().as_raw();
+    for &child in &descendants {
+        if let Some((_, _, group)) = stat(child) {
+            if group > 1 && group != own_group && group != pid {
+                let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+            }
+        }
+        let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+    }
+    worker.process.signal_group(Signal::SIGKILL);
+    worker.process.child.wait()?;
+    Ok(std::iter::once(pid).chain(descendants).map(|p| p as u32).collect())
+}
+
+/// `(state, ppid, pgrp)` of a process or thread, from /proc.
+fn stat_at(path: &Path) -> Option<(char, i32, i32)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // The command name may hold spaces and parentheses: the fields that
+    // follow it start after its last `)`.
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((state, ppid, group))
+}
+
+fn stat(pid: i32) -> Option<(char, i32, i32)> {
+    stat_at(Path::new(&format!("/proc/{pid}/stat")))
+}
+
+/// Waits (up to 2 s) until every thread of `pid` has stopped, or it is gone.
+fn wait_stopped(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let all_stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+        tasks.flatten().all(|task| {
+            stat_at(&task.path().join("stat"))
+                .is_none_or(|(state, _, _)| matches!(state, 'T' | 't' | 'Z' | 'X'))
+        })
+    };
+    while !all_stopped() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Every live descendant of `root`.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if let Some((_, ppid, _)) = stat(pid) {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    let mut seen = HashSet::from([root]);
+    let mut next = vec![root];
+    while let Some(pid) = next.pop() {
+        for &child in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
+            if seen.insert(child) {
+                found.push(child);
+                next.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Waits until no job is ready or running. A running job whose lease ran
+/// out long ago, while the workers claim all the time, fails at once.
+fn drain(ctx: &Ctx, file: &Path, workers: &mut [Worker], limit: Duration) -> Result<(), Failure> {
+    let what =
+        "every job to finish or end dead after the kills (a killed job is due again after its backoff)";
+    ctx.wait_for(what, limit, || {
+        exited_by_itself(workers)?;
+        let conn = common::read(file)?;
+        let open: i64 = conn.query_row(
+            "SELECT count(*) FROM ukue_jobs WHERE state IN ('ready', 'running')",
+            [],
+            |r| r.get(0),
+        )?;
+        let stuck: Option<(i64, i64)> = conn
+            .query_row(
+                "SELECT id, lease_until FROM ukue_jobs WHERE state = 'running' AND lease_until <= ?1
+                 ORDER BY lease_until LIMIT 1",
+                [probe::now_ms() - STUCK_AFTER_MS],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map(Some)
+            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })?;
+        if let Some((job, lease_until)) = stuck {
+            return Err(Failure::fail(
+                "each expired lease reaped by the next claim (FORMAT.md §5.4), so that the job runs again",
+                format!(
+                    "job {job} is still running {:.1} s after its lease ran out, while {WORKERS} workers claim every 20 ms",
+                    (probe::now_ms() - lease_until) as f64 / 1000.0
+                ),
+            ));
+        }
+        Ok(open == 0)
+    })
+}
+
+/// Jobs whose end in the file is not what their script makes it: exit 65
+/// must end dead; every other job is finished (gone, or done when kept).
+fn script_findings(history: &History, keep_done: bool) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for added in &history.added {
+        let end = history.final_jobs.get(&added.job);
+        let state = end.map_or("gone", |j| j.state.as_str());
+        let fine = if dead_by_script(&added.payload) {
+            state == "dead"
+        } else {
+            state == "gone" || (keep_done && state == "done")
+        };
+        if !fine {
+            let want = if dead_by_script(&added.payload) {
+                "dead (its script exits 65)"
+            } else if keep_done {
+                "done"
+            } else {
+                "finished and deleted"
+            };
+            let attempts = end.map_or(String::new(), |j| format!(" after {} attempts", j.attempts));
+            findings.push(Finding {
+                check: "end state",
+                job: Some(added.job),
+                message: format!("is {state}{attempts}, expected {want}"),
+            });
+        }
+    }
+    findings
+}
+
+/// The first 20 findings, then how many more.
+fn clipped(findings: &[Finding]) -> String {
+    let mut text = check::describe(&findings[..findings.len().min(20)]);
+    if findings.len() > 20 {
+        text.push_str(&format!("\n… and {} more", findings.len() - 20));
+    }
+    text
+}
+
+/// The case's figures, for the report.
+fn figures(
+    history: &History,
+    killing: &Killing,
+    reruns: &[check::Rerun],
+    kill_period: Duration,
+    drain_time: Duration,
+) -> Vec<String> {
+    let killed = |e: &&crate::history::Execution| history.killed_workers.contains(&e.worker_pid);
+    let mid_run = history.executions.iter().filter(killed).filter(|e| e.end_ms.is_none()).count();
+    let mut by_excuse: BTreeMap<String, usize> = BTreeMap::new();
+    for rerun in reruns {
+        let name = match rerun.excuse {
+            Some(Excuse::WorkerKilled) => "finish cut off by the kill",
+            Some(Excuse::Killed) => "command killed",
+            Some(Excuse::LeaseLapsed) => "lease lapsed",
+            Some(Excuse::Failed) => "failed attempt",
+            None => "UNEXCUSED",
+        };
+        *by_excuse.entry(name.to_string()).or_default() += 1;
+    }
+    let excuses: Vec<String> = by_excuse.iter().map(|(name, n)| format!("{n} {name}")).collect();
+    vec![
+        format!(
+            "{} workers killed in {:.1} s: {} commands killed mid-run, {} finishes cut off after the command \
+             ended well; {} integrity samples",
+            killing.killed,
+            kill_period.as_secs_f64(),
+            mid_run,
+            killing.cut_off.len(),
+            killing.samples
+        ),
+        format!(
+            "{} jobs, {} runs; {} reruns ({}); drained in {:.1} s",
+            history.added.len(),
+            history.executions.len(),
+            reruns.len(),
+            if excuses.is_empty() { "none".to_string() } else { excuses.join(", ") },
+            drain_time.as_secs_f64()
+        ),
+    ]
+}

@@ -1,0 +1,275 @@
+//! The fuzz targets' logic (fuzz/fuzz_targets/ call these). Each takes the
+//! fuzzer's bytes and panics when a property fails; `cargo test` replays
+//! every seed in fixtures/fuzz/<target>/ through the same functions
+//! (harness/tests/fuzz_corpus.rs), so the corpus runs on stable Rust.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::driver::{Answer, ErrorKind, Handler};
+use crate::model::gen::{edges, WORKERS};
+use crate::model::run::{Run, Target};
+use crate::model::{op, FailHow, Label, Op, PurgeState};
+
+/// A fuzz target: panics when a property fails.
+pub type FuzzTarget = fn(&[u8]);
+
+/// The targets, by the name of their folder under fixtures/fuzz/.
+pub const TARGETS: &[(&str, FuzzTarget)] = &[
+    ("open_bytes", open_bytes),
+    ("ops_vs_model", ops_vs_model),
+    ("cli_args", cli_args),
+    ("driver_lines", driver_lines),
+];
+
+/// A scratch folder, in memory when the machine has /dev/shm.
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("ukue-fuzz-");
+    if shm.is_dir() {
+        if let Ok(dir) = builder.tempdir_in(shm) {
+            return dir;
+        }
+    }
+    builder.tempdir().expect("a temporary directory")
+}
+
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// `open_bytes`: the bytes as a file. Opening it refuses cleanly or
+/// accepts, never panics; a file it refuses is left byte-for-byte
+/// unchanged, with no -wal or -shm file beside it (FORMAT.md §2.3). An
+/// accepted file then takes a stats, a claim and an add without panicking.
+pub fn open_bytes(data: &[u8]) {
+    let dir = scratch();
+    let path = dir.path().join("fuzz.ukue");
+    std::fs::write(&path, data).expect("writing the input");
+    let before = listing(dir.path());
+    let clock = ukue::ManualClock::new(crate::model::START_MS);
+    let opened = ukue::OpenOptions::default().clock(clock).open(&path);
+    match opened {
+        Err(e) => {
+            let after = std::fs::read(&path).expect("reading the input back");
+            assert!(after == data, "opening changed a file it refused ({e})");
+            assert_eq!(listing(dir.path()), before, "opening left files behind after refusing ({e})");
+        }
+        Ok(mut file) => {
+            let _ = file.stats();
+            let _ = file.list(&ukue::ListFilter::default());
+            if let Ok(Some(job)) = file.claim("q", 1_000) {
+                let _ = file.finish(job.id, &job.token, false);
+            }
+            let _ = file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()));
+        }
+    }
+}
+
+/// What the fuzzer's bytes become in `ops_vs_model`: ops whose references
+/// (claims, jobs, clock edges) are resolved against the model as it goes.
+#[derive(Debug, Arbitrary)]
+enum FuzzOp {
+    Add {
+        worker: u8,
+        queue_b: bool,
+        priority: i8,
+        max_attempts: u8,
+        delay_ms: u16,
+    },
+    Claim {
+        worker: u8,
+        queue_b: bool,
+        lease_ms: u16,
+    },
+    Holder {
+        worker: u8,
+        claim: u8,
+        kind: u8,
+        forged: bool,
+        ms: u16,
+    },
+    Retry {
+        worker: u8,
+        job: u8,
+    },
+    Delete {
+        worker: u8,
+        job: u8,
+    },
+    RetryAll {
+        worker: u8,
+        queue: Option<bool>,
+    },
+    Purge {
+        worker: u8,
+        dead: bool,
+        queue: Option<bool>,
+    },
+    Stats {
+        worker: u8,
+    },
+    /// To one ms before, at or after an edge (a lease_until, a run_at).
+    Edge {
+        which: u8,
+        offset: i8,
+    },
+    Advance {
+        ms: u16,
+    },
+}
+
+fn queue_name(b: bool) -> String {
+    if b { "b" } else { "a" }.to_string()
+}
+
+/// Turns one fuzzer op into a model op, or None when it names nothing.
+fn resolve(fuzz: FuzzOp, run: &Run, next_label: &mut Label) -> Option<Op> {
+    let model = &run.model;
+    let w = |worker: u8| worker % WORKERS;
+    let mut label = || {
+        *next_label += 1;
+        *next_label
+    };
+    Some(match fuzz {
+        FuzzOp::Add { worker, queue_b, priority, max_attempts, delay_ms } => Op::Add {
+            worker: w(worker),
+            label: label(),
+            queue: queue_name(queue_b),
+            priority: i64::from(priority),
+            max_attempts: i64::from(max_attempts % 5),
+            delay_ms: i64::from(delay_ms),
+        },
+        FuzzOp::Claim { worker, queue_b, lease_ms } => Op::Claim {
+            worker: w(worker),
+            label: label(),
+            queue: queue_name(queue_b),
+            lease_ms: i64::from(lease_ms),
+        },
+        FuzzOp::Holder { worker, claim, kind, forged, ms } => {
+            let claims: Vec<Label> = model.claims.keys().copied().collect();
+            let claim = *claims.get(claim as usize % claims.len().max(1))?;
+            let (worker, ms) = (w(worker), i64::from(ms));
+            match kind % 7 {
+                0 => Op::Finish { worker, claim, keep_done: false, forged },
+                1 => Op::Finish { worker, claim, keep_done: true, forged },
+                2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged },
+                3 => Op::Fail { worker, claim, how: FailHow::After(ms), forged },
+                4 => Op::Fail { worker, claim, how: FailHow::Permanent, forged },
+                5 => Op::Renew { worker, claim, lease_ms: ms, forged },
+                _ => Op::Release { worker, claim, forged },
+            }
+        }
+        FuzzOp::Retry { worker, job } | FuzzOp::Delete { worker, job } if model.adds.is_empty() => {
+            let _ = (worker, job);
+            return None;
+        }
+        FuzzOp::Retry { worker, job } => {
+            let jobs: Vec<Label> = model.adds.keys().copied().collect();
+            Op::Retry { worker: w(worker), job: jobs[job as usize % jobs.len()] }
+        }
+        FuzzOp::Delete { worker, job } => {
+            let jobs: Vec<Label> = model.adds.keys().copied().collect();
+            Op::Delete { worker: w(worker), job: jobs[job as usize % jobs.len()] }
+        }
+        FuzzOp::RetryAll { worker, queue } => {
+            Op::RetryAll { worker: w(worker), queue: queue.map(queue_name) }
+        }
+        FuzzOp::Purge { worker, dead, queue } => Op::Purge {
+            worker: w(worker),
+            state: if dead { PurgeState::Dead } else { PurgeState::Done },
+            queue: queue.map(queue_name),
+        },
+        FuzzOp::Stats { worker } => Op::Stats { worker: w(worker) },
+        FuzzOp::Edge { which, offset } => {
+            let edges = edges(model);
+            let edge = *edges.get(which as usize % edges.len().max(1))?;
+            let ms = edge + i64::from(offset.clamp(-1, 1)) - model.now;
+            (ms > 0).then_some(Op::Advance { ms })?
+        }
+        FuzzOp::Advance { ms } => Op::Advance { ms: i64::from(ms).max(1) },
+    })
+}
+
+/// `ops_vs_model`: op sequences on the in-process reference (three
+/// workers, three connections to one file) against the model; every
+/// answer and the file after every step must match it.
+pub fn ops_vs_model(data: &[u8]) {
+    ops_vs_model_on(&Target::reference(), data)
+}
+
+/// [`ops_vs_model`] against any target (a broken one, to show it fails).
+pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
+    let mut input = Unstructured::new(data);
+    let mut run = match Run::start(target, WORKERS as usize) {
+        Ok(run) => run,
+        Err(f) => panic!("cannot start a run: {f}"),
+    };
+    run.integrity_every_step = false;
+    let mut ops = Vec::new();
+    let mut next_label = 0;
+    while ops.len() < 64 && !input.is_empty() {
+        let Ok(fuzz) = FuzzOp::arbitrary(&mut input) else { break };
+        let Some(op) = resolve(fuzz, &run, &mut next_label) else { continue };
+        ops.push(op.clone());
+        if let Err(failure) = run.step(&op) {
+            panic!(
+                "the reference disagrees with the model:\n{failure}\nthe ops (a script for \
+                 `ukue-conformance replay FILE`):\n{}",
+                op::script_text(&[], &ops)
+            );
+        }
+    }
+    if let Err(message) = run.finish() {
+        panic!("after the last op: {message}\nthe ops:\n{}", op::script_text(&[], &ops));
+    }
+}
+
+/// `cli_args`: the bytes, split at NUL, as the arguments of `ukue`. The
+/// parser never panics, and what it refuses is a usage error (exit 2), or
+/// help or the version (exit 0).
+pub fn cli_args(data: &[u8]) {
+    use clap::error::ErrorKind as Kind;
+    use clap::Parser;
+    let args = std::iter::once(OsString::from("ukue"))
+        .chain(data.split(|b| *b == 0).take(64).map(|a| OsString::from_vec(a.to_vec())));
+    match ukue::cli::args::Cli::try_parse_from(args) {
+        Ok(cli) => assert!(!cli.command.name().is_empty()),
+        Err(e) => {
+            let rendered = e.render().to_string();
+            match e.kind() {
+                Kind::DisplayHelp | Kind::DisplayVersion => assert_eq!(e.exit_code(), 0, "{rendered}"),
+                kind => assert_eq!(e.exit_code(), 2, "{kind:?} should be a usage error: {rendered}"),
+            }
+        }
+    }
+}
+
+/// `driver_lines`: the bytes, split into lines, as requests to the Rust
+/// driver's handler (whose `open` stays inside a scratch folder). Each
+/// answer is one line of JSON: ok, or a typed error; a line that is not a
+/// request is `invalid`. Never a panic or a hang.
+pub fn driver_lines(data: &[u8]) {
+    let dir = scratch();
+    let mut handler = Handler::jailed(ukue::Spec::builtin(), dir.path().to_path_buf());
+    for line in data.split(|b| *b == b'\n').take(64) {
+        let text = String::from_utf8_lossy(line);
+        let reply = handler.handle_line(&text);
+        assert!(!reply.contains('\n'), "an answer of more than one line: {reply:?}");
+        let answer: Answer = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("answer {reply:?}: {e}"));
+        if !answer.ok {
+            assert!(answer.error.is_some(), "an error answer without an error kind: {reply}");
+        }
+        if serde_json::from_str::<crate::driver::Request>(&text).is_err() {
+            assert_eq!(answer.error, Some(ErrorKind::Invalid), "for {text:?}: {reply}");
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! Running op sequences against a subject and checking each step against
+//! the model: the answer, then the file (integrity, the state invariants of
+//! FORMAT.md §7, and every row against the model). [`search`] generates
+//! sequences with proptest, shrinks a failing one and hands it back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest_state_machine::ReferenceStateMachine;
+use rusqlite::{Connection, OpenFlags};
+
+use super::gen::Generator;
+use super::{Model, Op, Outcome};
+use crate::driver::client::{DriverCommand, DriverProcess};
+use crate::driver::{Answer, Handler, Request, CAP_NOW_MS};
+
+/// Something that performs requests for several workers on one file.
+pub trait Subject {
+    /// Performs `request` as worker `worker`.
+    fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String>;
+}
+
+/// How to make a fresh subject for each run.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// The reference library in this process (one [`Handler`] a worker),
+    /// running this FORMAT.md (the builtin one, or a broken one).
+    InProcess(Arc<ukue::Spec>),
+    /// One driver process a worker.
+    Driver(DriverCommand),
+}
+
+impl Target {
+    pub fn reference() -> Target {
+        Target::InProcess(ukue::Spec::builtin())
+    }
+
+    /// The `--driver` words of a replay command for this target.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::InProcess(spec) if Arc::ptr_eq(spec, &ukue::Spec::builtin()) => {
+                "the in-process reference".into()
+            }
+            Target::InProcess(_) => "the in-process reference with an edited FORMAT.md".into(),
+            Target::Driver(cmd) => format!("driver {}", cmd.display()),
+        }
+    }
+
+    /// Opens the file for `workers` workers (the first one creates it).
+    fn start(&self, dir: &Path, path: &Path, workers: usize) -> Result<Box<dyn Subject>, String> {
+        let open = |create: bool| Request::Open {
+            path: path.display().to_string(),
+            create,
+            now_ms: Some(super::START_MS),
+        };
+        let mut subject: Box<dyn Subject> = match self {
+            Target::InProcess(spec) => {
+                // The reference's own new file, made once: copying it is
+                // quicker than making the tables for every run. (Drivers
+                // make their files themselves.)
+                std::fs::write(path, template()?).map_err(|e| format!("{}: {e}", path.display()))?;
+                Box::new(InProcess { handlers: (0..workers).map(|_| Handler::new(spec.clone())).collect() })
+            }
+            Target::Driver(cmd) => {
+                let mut drivers = Vec::new();
+                for w in 0..workers {
+                    let driver = DriverProcess::start(cmd, &dir.join(format!("driver-{w}.stderr")))?;
+                    if !driver.hello.has(CAP_NOW_MS) {
+                        return Err(format!(
+                            "the driver {} does not accept an injected clock (capability {CAP_NOW_MS}); \
+                             model runs need one",
+                            driver.hello.driver
+                        ));
+                    }
+                    drivers.push(driver);
+                }
+                Box::new(Drivers { drivers })
+            }
+        };
+        for w in 0..workers {
+            let answer = subject.send(w, open(w == 0))?;
+            if !answer.ok {
+                return Err(format!("worker {w} could not open {}: {answer:?}", path.display()));
+            }
+        }
+        Ok(subject)
+    }
+}
+
+/// The bytes of a new file that the reference made at [`super::START_MS`].
+fn template() -> Result<&'static [u8], String> {
+    static TEMPLATE: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
+    let made = TEMPLATE.get_or_init(|| {
+        let dir = work_dir()?;
+        let path = dir.path().join("template.ukue");
+        let options = ukue::OpenOptions::default()
+            .access(ukue::Access::Create)
+            .clock(ukue::ManualClock::new(super::START_MS));
+        drop(options.open(&path).map_err(|e| format!("making a ukue file: {e}"))?);
+        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+    });
+    made.as_deref().map_err(Clone::clone)
+}
+
+struct InProcess {
+    handlers: Vec<Handler>,
+}
+
+impl Subject for InProcess {
+    fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
+        Ok(self.handlers[worker].handle(request))
+    }
+}
+
+struct Drivers {
+    drivers: Vec<DriverProcess>,
+}
+
+impl Subject for Drivers {
+    fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
+        self.drivers[worker].request(&request)
+    }
+}
+
+/// A row of `ukue_jobs` as the file holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub id: i64,
+    pub queue: String,
+    pub payload: Vec<u8>,
+    pub state: String,
+    pub priority: i64,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub lease_until: Option<i64>,
+    pub token: Option<String>,
+    pub last_error: Option<String>,
+}
+
+/// Every job of the file, in id order.
+pub fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, queue, CAST(payload AS BLOB), state, priority, attempts, max_attempts, run_at,
+                created_at, updated_at, lease_until, token, last_error
+         FROM ukue_jobs ORDER BY id",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok(Row {
+            id: r.get(0)?,
+            queue: r.get(1)?,
+            payload: r.get(2)?,
+            state: r.get(3)?,
+            priority: r.get(4)?,
+            attempts: r.get(5)?,
+            max_attempts: r.get(6)?,
+            run_at: r.get(7)?,
+            created_at: r.get(8)?,
+            updated_at: r.get(9)?,
+            lease_until: r.get(10)?,
+            token: r.get(11)?,
+            last_error: r.get(12)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Where a run went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The index of the op that failed (None: before the first op).
+    pub step: Option<usize>,
+    pub op: Option<Op>,
+    /// The allowed outcomes.
+    pub expected: String,
+    /// What the subject answered (JSON), if it answered.
+    pub seen: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.step, &self.op) {
+            (Some(step), Some(op)) => writeln!(f, "step {} ({}): {}", step + 1, op.to_line(), self.message)?,
+            _ => writeln!(f, "before the first step: {}", self.message)?,
+        }
+        writeln!(f, "  expected: {}", self.expected)?;
+        write!(f, "  seen:     {}", self.seen)
+    }
+}
+
+fn setup_failure(message: String) -> Box<Failure> {
+    Box::new(Failure { step: None, op: None, expected: String::new(), seen: String::new(), message })
+}
+
+/// A folder for one run's file: in memory (/dev/shm) when there is one,
+/// since these runs check steps, not durability.
+fn work_dir() -> Result<tempfile::TempDir, String> {
+    let shm = Path::new("/dev/shm");
+    let builder = || {
+        let mut b = tempfile::Builder::new();
+        b.prefix("ukue-model-");
+        b
+    };
+    if shm.is_dir() {
+        if let Ok(dir) = builder().tempdir_in(shm) {
+            return Ok(dir);
+        }
+    }
+    builder().tempdir().map_err(|e| format!("making a work directory: {e}"))
+}
+
+/// One run in progress: the subject, the model and a read-only connection
+/// to the file.
+pub struct Run {
+    pub model: Model,
+    /// Run `PRAGMA integrity_check` after every step (the default), or
+    /// only in [`Run::finish`] (the fuzzer, for speed); the invariants
+    /// and the rows are checked after every step either way.
+    pub integrity_every_step: bool,
+    subject: Box<dyn Subject>,
+    reader: Connection,
+    steps: usize,
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Run {
+    /// A fresh file with `workers` workers of `target` on it.
+    pub fn start(target: &Target, workers: usize) -> Result<Run, Box<Failure>> {
+        let dir = work_dir().map_err(setup_failure)?;
+        let path = dir.path().join("model.ukue");
+        let subject = target.start(dir.path(), &path, workers.max(1)).map_err(setup_failure)?;
+        let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| setup_failure(format!("{}: {e}", path.display())))?;
+        let _ = reader.busy_timeout(Duration::from_secs(5));
+        Ok(Run {
+            model: Model::default(),
+            integrity_every_step: true,
+            subject,
+            reader,
+            steps: 0,
+            _dir: dir,
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Performs one op and checks the answer and the file.
+    pub fn step(&mut self, op: &Op) -> Result<(), Box<Failure>> {
+        let index = self.steps;
+        self.steps += 1;
+        let fail = |expected: String, seen: String, message: String| {
+            Box::new(Failure { step: Some(index), op: Some(op.clone()), expected, seen, message })
+        };
+        let expect = self.model.expect(op);
+        let expected = expect.outcome.to_string();
+        let answer = match expect.request(op, self.model.now) {
+            None => None,
+            Some(request) => {
+                let worker = op.worker().unwrap_or(0) as usize;
+                let answer = self
+                    .subject
+                    .send(worker, request)
+                    .map_err(|e| fail(expected.clone(), "no answer".into(), e))?;
+                Some(answer)
+            }
+        };
+        let seen = answer.as_ref().map(Answer::to_line).unwrap_or_else(|| "(nothing sent)".into());
+        let touched = !matches!(expect.outcome, Outcome::Skip | Outcome::Clock);
+        self.model
+            .observe(op, expect, answer.as_ref())
+            .map_err(|m| fail(expected.clone(), seen.clone(), m))?;
+        if touched {
+            self.check_file().map_err(|m| fail(expected, seen, m))?;
+        }
+        Ok(())
+    }
+
+    /// The file's integrity and invariants, and its rows against the model.
+    pub fn check_file(&self) -> Result<(), String> {
+        if self.integrity_every_step {
+            let findings = crate::check::file::invariants_of(&self.reader);
+            if !findings.is_empty() {
+                return Err(crate::check::describe(&findings));
+            }
+        }
+        let rows = read_rows(&self.reader).map_err(|e| format!("reading the file: {e}"))?;
+        // The invariants of FORMAT.md §7 that rows show (the model's rows
+        // keep them too, but a row check names them plainly).
+        for row in &rows {
+            if (row.state == "running") != (row.token.is_some() && row.lease_until.is_some())
+                || (row.state != "running" && (row.token.is_some() || row.lease_until.is_some()))
+            {
+                return Err(format!(
+                    "invariants: job {}: state {} with token and lease_until {:?}",
+                    row.id,
+                    row.state,
+                    (&row.token, row.lease_until)
+                ));
+            }
+        }
+        self.model.check_rows(&rows)
+    }
+
+    /// The full file checks, integrity included (after the last step).
+    pub fn finish(&self) -> Result<(), String> {
+        let findings = crate::check::file::invariants_of(&self.reader);
+        if !findings.is_empty() {
+            return Err(crate::check::describe(&findings));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `ops` from a fresh file; the first failure, if any.
+pub fn run_ops(target: &Target, ops: &[Op]) -> Result<(), Box<Failure>> {
+    let workers = ops.iter().filter_map(Op::worker).max().map_or(1, |w| w as usize + 1);
+    let mut run = Run::start(target, workers.max(super::gen::WORKERS as usize))?;
+    for op in ops {
+        run.step(op)?;
+    }
+    Ok(())
+}
+
+/// What a property search does.
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    pub target: Target,
+    /// Sequences to try (before shrinking).
+    pub cases: u32,
+    pub seed: u64,
+    /// The longest sequence.
+    pub max_steps: usize,
+}
+
+impl SearchConfig {
+    pub fn new(target: Target, cases: u32, seed: u64) -> SearchConfig {
+        SearchConfig { target, cases, seed, max_steps: 40 }
+    }
+}
+
+/// A failing sequence, shrunk.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub ops: Vec<Op>,
+    /// The failure of the shrunk sequence.
+    pub failure: Failure,
+    /// How many ops the first failing sequence had.
+    pub original_len: usize,
+}
+
+/// What a search found.
+#[derive(Debug, Clone)]
+pub struct SearchReport {
+    pub cases: u32,
+    pub elapsed: Duration,
+    /// None: every sequence passed.
+    pub found: Option<Found>,
+}
+
+/// The 32-byte ChaCha seed of a printed u64 seed.
+fn rng(seed: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(
+            &(seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
+        );
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+/// Generates `cases` sequences from `seed`, runs each against the target
+/// and, on a failure, shrinks it to a shortest failing sequence.
+pub fn search(config: &SearchConfig) -> SearchReport {
+    let started = Instant::now();
+    let proptest_config = Config {
+        cases: config.cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        max_local_rejects: 1 << 20,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(proptest_config, rng(config.seed));
+    let strategy = Generator::sequential_strategy(1..=config.max_steps.max(1));
+    let target = config.target.clone();
+    let first_len = std::cell::Cell::new(None::<usize>);
+    let result = runner.run(&strategy, |(_, ops, seen)| {
+        let mut run = Run::start(&target, super::gen::WORKERS as usize)
+            .map_err(|f| TestCaseError::fail(f.to_string()))?;
+        for op in &ops {
+            if let Some(seen) = &seen {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            if let Err(f) = run.step(op) {
+                if first_len.get().is_none() {
+                    first_len.set(Some(ops.len()));
+                }
+                return Err(TestCaseError::fail(f.to_string()));
+            }
+        }
+        Ok(())
+    });
+    let found = match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, (_, ops, _))) => {
+            // Run the shrunk sequence again for its failure, cut after it.
+            let failure = match run_ops(&config.target, &ops) {
+                Err(f) => *f,
+                Ok(()) => Failure {
+                    step: None,
+                    op: None,
+                    expected: String::new(),
+                    seen: String::new(),
+                    message: "the shrunk sequence passed when run again (a nondeterministic failure)".into(),
+                },
+            };
+            let ops = match failure.step {
+                Some(step) => ops[..=step].to_vec(),
+                None => ops,
+            };
+            let (ops, failure) =
+                if failure.step.is_some() { minimize(&config.target, ops, failure) } else { (ops, failure) };
+            Some(Found { original_len: first_len.get().unwrap_or(ops.len()), ops, failure })
+        }
+        Err(TestError::Abort(reason)) => Some(Found {
+            ops: Vec::new(),
+            failure: *setup_failure(format!("the search stopped: {reason}")),
+            original_len: 0,
+        }),
+    };
+    SearchReport { cases: config.cases, elapsed: started.elapsed(), found }
+}
+
+/// After proptest's shrinking (one pass of deletions from the back), drops
+/// single ops for as long as the sequence still fails: a shortest
+/// sequence in which no one op can go. A dropped add or claim leaves the
+/// steps that named it with nothing to act on; they are skipped.
+pub fn minimize(target: &Target, mut ops: Vec<Op>, mut failure: Failure) -> (Vec<Op>, Failure) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in (0..ops.len()).rev() {
+            let mut fewer = ops.clone();
+            fewer.remove(i);
+            if fewer.is_empty() {
+                continue;
+            }
+            if let Err(f) = run_ops(target, &fewer) {
+                if let Some(step) = f.step {
+                    fewer.truncate(step + 1);
+                    ops = fewer;
+                    failure = *f;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    (ops, failure)
+}

@@ -1,0 +1,66 @@
+//! Replays every seed of fixtures/fuzz/<target>/ through the fuzz
+//! targets' functions (ukue_harness::fuzzing), on stable Rust, so that CI
+//! runs the corpus that fuzz/run.sh starts from (and any crash input
+//! saved there as a regression).
+
+use std::path::Path;
+
+#[test]
+fn every_seed_passes_its_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz");
+    let mut failures = Vec::new();
+    for (name, target) in ukue_harness::fuzzing::TARGETS {
+        let dir = root.join(name);
+        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        seeds.sort();
+        assert!(seeds.len() >= 4, "{}: too few seeds ({})", dir.display(), seeds.len());
+        for seed in seeds {
+            let data = std::fs::read(&seed).unwrap();
+            if let Err(panic) = std::panic::catch_unwind(|| target(&data)) {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failures.push(format!(
+                    "{name} {}: {message}\nreplay: cargo test -p ukue-harness --test fuzz_corpus \
+                     (or: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run {name} {})",
+                    seed.display(),
+                    seed.display()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "seeds that fail their target:\n{}", failures.join("\n"));
+}
+
+/// The properties can fail: the ops seeds catch a broken reference, a
+/// line that is no request is answered `invalid`, and a bad argument
+/// vector is a usage error.
+#[test]
+fn the_targets_catch_what_they_look_for() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/ops_vs_model");
+    let bug = ukue_harness::broken::bug("uncounted-attempts").unwrap();
+    let broken = ukue_harness::model::run::Target::InProcess(ukue_harness::broken::spec(bug).unwrap());
+    let caught = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .filter(|data| {
+            std::panic::catch_unwind(|| ukue_harness::fuzzing::ops_vs_model_on(&broken, data)).is_err()
+        })
+        .count();
+    assert!(caught >= 1, "no ops_vs_model seed catches uncounted attempts");
+
+    let mut handler = ukue_harness::driver::Handler::new(ukue::Spec::builtin());
+    let reply = handler.handle_line("{\"op\": \"claim\"}");
+    let answer: ukue_harness::driver::Answer = serde_json::from_str(&reply).unwrap();
+    assert_eq!(answer.error, Some(ukue_harness::driver::ErrorKind::Invalid), "{reply}");
+
+    use clap::Parser;
+    let e = ukue::cli::args::Cli::try_parse_from(["ukue", "add", "f", "q", "x", "--priority", "101"])
+        .unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+}
