@@ -203,16 +203,39 @@ fn resolve(fuzz: FuzzOp, run: &Run, next_label: &mut Label) -> Option<Op> {
 /// workers, three connections to one file) against the model; every
 /// answer and the file after every step must match it.
 pub fn ops_vs_model(data: &[u8]) {
-    ops_vs_model_on(&Target::reference(), data)
+    // One file and its connections serve every input, emptied in between
+    // (opening four connections costs more than most inputs' steps). A run
+    // that failed is dropped with the panic, and the next input starts anew.
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<Run>> = const { std::cell::RefCell::new(None) };
+    }
+    let kept = KEPT.with(|k| k.borrow_mut().take());
+    let run = match kept {
+        Some(mut run) => match run.reset() {
+            Ok(()) => run,
+            Err(e) => panic!("cannot empty the file for the next input: {e}"),
+        },
+        None => start(&Target::reference()),
+    };
+    let run = ops_on(run, data);
+    KEPT.with(|k| *k.borrow_mut() = Some(run));
 }
 
-/// [`ops_vs_model`] against any target (a broken one, to show it fails).
+/// [`ops_vs_model`] against any target (a broken one, to show it fails),
+/// on a new file.
 pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
-    let mut input = Unstructured::new(data);
-    let mut run = match Run::start(target, WORKERS as usize) {
+    ops_on(start(target), data);
+}
+
+fn start(target: &Target) -> Run {
+    match Run::start(target, WORKERS as usize) {
         Ok(run) => run,
         Err(f) => panic!("cannot start a run: {f}"),
-    };
+    }
+}
+
+fn ops_on(mut run: Run, data: &[u8]) -> Run {
+    let mut input = Unstructured::new(data);
     run.integrity_every_step = false;
     let mut ops = Vec::new();
     let mut next_label = 0;
@@ -231,6 +254,7 @@ pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
     if let Err(message) = run.finish() {
         panic!("after the last op: {message}\nthe ops:\n{}", op::script_text(&[], &ops));
     }
+    run
 }
 
 /// `cli_args`: the bytes, split at NUL, as the arguments of `ukue`. The

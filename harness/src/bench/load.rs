@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -92,7 +93,29 @@ pub fn checkpoint(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-static BUSY_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// `--busy-poll-us`: the wait between tries on a busy file, 0 for
+/// SQLite's own busy timeout.
+static BUSY_POLL_US: AtomicU64 = AtomicU64::new(0);
+
+/// Makes the connections that the bench opens itself (every figure but the
+/// worker's) wait for a busy file by trying again every `us` µs, for the
+/// same 5 s in all, instead of with SQLite's busy timeout, whose waits
+/// grow from 1 ms to 100 ms. An experiment: the library does not do this.
+pub fn set_busy_poll(us: Option<u64>) {
+    BUSY_POLL_US.store(us.unwrap_or(0), Ordering::Relaxed);
+}
+
+fn busy_poll(conn: &Connection) -> Result<()> {
+    fn wait(tries: i32) -> bool {
+        let us = BUSY_POLL_US.load(Ordering::Relaxed).max(1);
+        std::thread::sleep(Duration::from_micros(us));
+        (tries.max(0) as u64) * us < 5_000_000
+    }
+    if BUSY_POLL_US.load(Ordering::Relaxed) > 0 {
+        conn.busy_handler(Some(wait))?;
+    }
+    Ok(())
+}
 
 enum Stepper {
     Ceiling { conn: Connection },
@@ -102,7 +125,7 @@ enum Stepper {
 
 impl Stepper {
     fn open(role: Role, file: &Path) -> Result<Stepper> {
-        Ok(match role {
+        let stepper = match role {
             Role::Ceiling => {
                 let conn = raw_connection(file)?;
                 // Prepared once, as the library's statement cache does.
@@ -110,21 +133,13 @@ impl Stepper {
                 Stepper::Ceiling { conn }
             }
             Role::Add => Stepper::Add { ukue: Ukue::open(file)?, job: NewJob::new(QUEUE, PAYLOAD.to_vec()) },
-            Role::Work => {
-                let ukue = Ukue::open(file)?;
-                if let Ok(us) = std::env::var("UKUE_BENCH_BUSY_US") {
-                    let us: u64 = us.parse().unwrap();
-                    BUSY_US.store(us, std::sync::atomic::Ordering::Relaxed);
-                    fn handler(n: i32) -> bool {
-                        let us = BUSY_US.load(std::sync::atomic::Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_micros(us));
-                        (n as u64) * us < 5_000_000
-                    }
-                    ukue.connection().busy_handler(Some(handler))?;
-                }
-                Stepper::Work { ukue }
-            }
-        })
+            Role::Work => Stepper::Work { ukue: Ukue::open(file)? },
+        };
+        busy_poll(match &stepper {
+            Stepper::Ceiling { conn } => conn,
+            Stepper::Add { ukue, .. } | Stepper::Work { ukue } => ukue.connection(),
+        })?;
+        Ok(stepper)
     }
 
     /// One step: Ok(false) when there was nothing to do (the queue is
@@ -217,6 +232,7 @@ pub fn in_processes(role: Role, file: &Path, processes: usize, seconds: f64) -> 
                 .arg(file)
                 .arg(start_us.to_string())
                 .arg(seconds.to_string())
+                .arg(format!("--busy-poll-us={}", BUSY_POLL_US.load(Ordering::Relaxed)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -306,7 +322,6 @@ pub fn batch_add(file: &Path, batch: usize, seconds: f64) -> Result<Rate> {
 /// `concurrency` slots (each its own connection) and a handler that
 /// finishes every job at once.
 pub fn worker(file: &Path, concurrency: usize, seconds: f64) -> Result<Rate> {
-    use std::sync::atomic::{AtomicU64, Ordering};
     use ukue::worker::{Event, Outcome, Worker, WorkerOptions};
 
     let options = WorkerOptions {

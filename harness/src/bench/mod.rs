@@ -69,13 +69,25 @@ pub struct Args {
     /// only when named; for profiling one figure
     #[arg(long, value_name = "KEY", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// An experiment: the connections the bench opens itself (all but the
+    /// worker's) wait for a busy file by trying again every N µs, for 5 s
+    /// in all, instead of with SQLite's busy timeout (waits of 1 to 100 ms)
+    #[arg(long, value_name = "N")]
+    pub busy_poll_us: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Child {
     /// One process of a parallel figure (run by ukue-bench itself)
     #[command(name = "__child", hide = true)]
-    Run { role: Role, file: PathBuf, start_us: u64, seconds: f64 },
+    Run {
+        role: Role,
+        file: PathBuf,
+        start_us: u64,
+        seconds: f64,
+        #[arg(long)]
+        busy_poll_us: Option<u64>,
+    },
 }
 
 /// Jobs a transaction in the batch-add figure.
@@ -83,7 +95,9 @@ const BATCH: usize = 100;
 
 pub fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(Child::Run { role, file, start_us, seconds }) = &args.child {
+    load::set_busy_poll(args.busy_poll_us);
+    if let Some(Child::Run { role, file, start_us, seconds, busy_poll_us }) = &args.child {
+        load::set_busy_poll(*busy_poll_us);
         return match load::child(*role, file, *start_us, *seconds) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -125,6 +139,7 @@ struct Plan {
     checker_sizes: Vec<u64>,
     delayed_priority: i64,
     only: Vec<String>,
+    busy_poll_us: Option<u64>,
 }
 
 impl Plan {
@@ -144,6 +159,7 @@ impl Plan {
             checker_sizes: if checker == 0 { Vec::new() } else { vec![checker / 4, checker / 2, checker] },
             delayed_priority: args.delayed_priority,
             only: args.only.clone(),
+            busy_poll_us: args.busy_poll_us.filter(|&us| us > 0),
         }
     }
 }

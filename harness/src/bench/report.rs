@@ -69,6 +69,9 @@ pub struct Report {
     pub rounds: usize,
     pub latency_samples: usize,
     pub delayed_priority: i64,
+    /// `--busy-poll-us`, when the run tried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_poll_us: Option<u64>,
     /// Raw SQLite commits per second (the median of the rounds' ceilings),
     /// the unit of every latency's ratio.
     pub ceiling_per_s: f64,
@@ -91,6 +94,7 @@ impl Report {
             rounds: plan.rounds,
             latency_samples: plan.samples,
             delayed_priority: plan.delayed_priority,
+            busy_poll_us: plan.busy_poll_us,
             ceiling_per_s: 0.0,
             ceilings: Vec::new(),
             figures: Vec::new(),
@@ -173,6 +177,7 @@ impl Report {
             (format!("add_{p}p"), 0.9, format!("add, {p} processes, × ceiling")),
             ("work_1p".to_string(), 0.45, "claim + finish, 1 process, × ceiling".to_string()),
             (format!("work_1p_c{p}"), 0.45, format!("claim + finish, worker concurrency {p}, × ceiling")),
+            (format!("work_1p_t{p}"), 0.45, format!("claim + finish, {p} threads, × ceiling")),
             (format!("work_{p}p"), 0.45, format!("claim + finish, {p} processes, × ceiling")),
         ];
         for (key, limit, name) in rates {
@@ -224,6 +229,12 @@ impl Report {
             "{} s a throughput figure in {} rounds, {} latency samples, delayed jobs at priority {}",
             self.seconds_per_figure, self.rounds, self.latency_samples, self.delayed_priority
         );
+        if let Some(us) = self.busy_poll_us {
+            let _ = writeln!(
+                out,
+                "experiment: the bench's own connections poll a busy file every {us} µs (not the worker's)"
+            );
+        }
         let mut sorted = self.ceilings.clone();
         sorted.sort_by(f64::total_cmp);
         if let (Some(low), Some(high)) = (sorted.first(), sorted.last()) {

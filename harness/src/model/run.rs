@@ -224,6 +224,8 @@ pub struct Run {
     pub integrity_every_step: bool,
     subject: Box<dyn Subject>,
     reader: Connection,
+    /// A writing connection for [`Run::reset`], made when first needed.
+    admin: Option<Connection>,
     steps: usize,
     _dir: tempfile::TempDir,
     path: PathBuf,
@@ -243,6 +245,7 @@ impl Run {
             integrity_every_step: true,
             subject,
             reader,
+            admin: None,
             steps: 0,
             _dir: dir,
             path,
@@ -308,6 +311,22 @@ impl Run {
             }
         }
         self.model.check_rows(&rows)
+    }
+
+    /// Empties the file for another run on the same connections: no jobs,
+    /// and ids from 1 again (sqlite_sequence emptied), as in a new file.
+    pub fn reset(&mut self) -> Result<(), String> {
+        if self.admin.is_none() {
+            let admin = Connection::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+            self.admin = Some(admin);
+        }
+        let admin = self.admin.as_ref().expect("just made");
+        admin
+            .execute_batch("DELETE FROM ukue_jobs; DELETE FROM sqlite_sequence WHERE name = 'ukue_jobs';")
+            .map_err(|e| format!("emptying {}: {e}", self.path.display()))?;
+        self.model = Model::default();
+        self.steps = 0;
+        Ok(())
     }
 
     /// The full file checks, integrity included (after the last step).
