@@ -90,6 +90,11 @@ fn a_handler_that_outlives_its_lease_keeps_the_job() {
         let (path, stop) = (path.clone(), rival_stop.clone());
         std::thread::spawn(move || {
             let mut file = Ukue::open(&path).unwrap();
+            // Start once the worker holds the job.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while file.get(1).unwrap().is_some_and(|j| j.state == State::Ready) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             let mut taken = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 if file.claim("q", 60_000).unwrap().is_some() {
