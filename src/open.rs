@@ -159,15 +159,19 @@ impl Checker<'_> {
         let value: Option<String> = self
             .conn
             .prepare_cached(self.spec.sql(Stmt::ReadVersion))?
-            .query_row([], |row| row.get::<_, rusqlite::types::Value>(0))
-            .optional()?
-            .map(|v| match v {
-                rusqlite::types::Value::Text(t) => t,
-                rusqlite::types::Value::Integer(i) => i.to_string(),
-                rusqlite::types::Value::Real(r) => r.to_string(),
-                rusqlite::types::Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
-                rusqlite::types::Value::Null => String::new(),
-            });
+            // As a ValueRef: TEXT that is not UTF-8 (found by the open_bytes
+            // fuzzer) must be refused, not panic in a conversion.
+            .query_row([], |row| {
+                Ok(match row.get_ref(0)? {
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                        String::from_utf8_lossy(t).into_owned()
+                    }
+                    rusqlite::types::ValueRef::Integer(i) => i.to_string(),
+                    rusqlite::types::ValueRef::Real(r) => r.to_string(),
+                    rusqlite::types::ValueRef::Null => String::new(),
+                })
+            })
+            .optional()?;
         let value = value.ok_or(Refusal::MissingVersion { path: path.clone() })?;
         let version =
             parse_version(&value).ok_or_else(|| Refusal::BadVersion { path: path.clone(), value })?;

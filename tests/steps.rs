@@ -1095,6 +1095,15 @@ fn many_delayed_jobs_do_not_slow_an_empty_claim() {
     let plan = query_plan(conn, pick, &[(":queue", &"q"), (":now", &T0)]);
     assert_searches(&plan, "pick");
     assert!(plan.iter().any(|l| l.contains("ukue_jobs_due")), "pick: {plan:?}");
+    // Reaping seeks the expired leases only, however many jobs run.
+    for stmt in [Stmt::ReapDead, Stmt::ReapReady] {
+        let plan = query_plan(conn, spec.sql(stmt), &[(":now", &T0)]);
+        assert!(
+            plan.len() == 1 && plan[0].starts_with("SEARCH") && plan[0].contains("ukue_jobs_leases"),
+            "{}: {plan:?}",
+            stmt.name()
+        );
+    }
 
     // and the empty claim's look reads a handful of rows, not 100,000
     let mut st = conn.prepare(next).expect("prepare");

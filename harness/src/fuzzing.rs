@@ -244,11 +244,13 @@ fn ops_on(mut run: Run, data: &[u8]) -> Run {
         let Some(op) = resolve(fuzz, &run, &mut next_label) else { continue };
         ops.push(op.clone());
         if let Err(failure) = run.step(&op) {
-            panic!(
-                "the reference disagrees with the model:\n{failure}\nthe ops (a script for \
-                 `ukue-conformance replay FILE`):\n{}",
-                op::script_text(&[], &ops)
-            );
+            let script = op::script_text(&[failure.to_string()], &ops);
+            let path = std::env::temp_dir().join(format!("ukue-fuzz-ops-{}.jsonl", std::process::id()));
+            let saved = match std::fs::write(&path, &script) {
+                Ok(()) => format!("saved to {0}; replay: ukue-conformance replay {0}", path.display()),
+                Err(e) => format!("not saved ({}: {e})", path.display()),
+            };
+            panic!("the subject disagrees with the model:\n{failure}\nthe ops:\n{script}{saved}");
         }
     }
     if let Err(message) = run.finish() {

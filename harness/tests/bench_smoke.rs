@@ -54,7 +54,7 @@ fn the_bench_reports_every_figure_with_its_ratio() {
     assert!(positive(&report["checker_ratio"]), "{report:#}");
 
     let targets = report["targets"].as_array().expect("targets");
-    assert!(targets.len() >= 9, "{report:#}");
+    assert!(targets.len() >= 10, "{report:#}");
     for target in targets {
         assert!(target["measured"].as_f64().is_some_and(f64::is_finite), "{target}");
         assert!(target["met"].is_boolean(), "{target}");

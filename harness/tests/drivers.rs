@@ -81,7 +81,7 @@ fn answers(cmd: &DriverCommand) -> Vec<Value> {
     std::fs::copy(fixtures.join("format-version-2.ukue"), dir.path().join("version-2.ukue")).unwrap();
     std::fs::copy(fixtures.join("not-sqlite.ukue"), dir.path().join("not-sqlite.ukue")).unwrap();
     std::fs::copy(fixtures.join("plain-sqlite.db"), dir.path().join("plain.db")).unwrap();
-    let mut driver = DriverProcess::start(cmd, &dir.path().join("stderr")).unwrap();
+    let mut driver = DriverProcess::start(cmd, Some(&dir.path().join("stderr"))).unwrap();
     assert_eq!(driver.hello.protocol, PROTOCOL_VERSION, "{:?}", driver.hello);
     assert!(driver.hello.has(CAP_NOW_MS), "{:?}", driver.hello);
     let mut tokens: Vec<String> = Vec::new();

@@ -15,7 +15,7 @@ pub struct Timing {
     pub events: u64,
     pub executions: u64,
     pub jobs: u64,
-    /// Each checker with its time, and `all` for their sum.
+    /// Each checker with its time (the best of three runs).
     pub checks: Vec<(&'static str, Duration)>,
 }
 

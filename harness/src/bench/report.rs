@@ -200,19 +200,8 @@ impl Report {
             }
         }
         if let (Some(first), Some(last)) = (self.checkers.first().cloned(), self.checkers.last().cloned()) {
-            let ratio = last.seconds / first.seconds;
-            self.checker_ratio = Some(ratio);
+            self.checker_ratio = Some(last.seconds / first.seconds);
             self.target(format!("checkers on {} events, seconds", last.events), last.seconds, false, 2.0);
-            let events = last.events as f64 / first.events as f64;
-            self.target(
-                format!(
-                    "checkers, time ratio {} ÷ {} events (linear: {events:.1})",
-                    last.events, first.events
-                ),
-                ratio,
-                false,
-                (events * 1.3 * 10.0).round() / 10.0,
-            );
         }
     }
 
@@ -278,7 +267,11 @@ impl Report {
         if !self.checkers.is_empty() {
             let _ = writeln!(out);
             let names: Vec<&str> = self.checkers[0].checks.iter().map(|(n, _)| n.as_str()).collect();
-            let _ = write!(out, "{:<18} {:>11} {:>9} {:>9}", "checkers (ms)", "executions", "jobs", "total");
+            let _ = write!(
+                out,
+                "{:<18} {:>11} {:>9} {:>9} {:>9}",
+                "checkers (ms)", "executions", "jobs", "ns/event", "total"
+            );
             for name in &names {
                 let _ = write!(out, " {name:>14}");
             }
@@ -286,16 +279,28 @@ impl Report {
             for c in &self.checkers {
                 let _ = write!(
                     out,
-                    "{:<18} {:>11} {:>9} {:>9.1}",
+                    "{:<18} {:>11} {:>9} {:>9.1} {:>9.1}",
                     format!("{} events", thousands(c.events as f64)),
                     thousands(c.executions as f64),
                     thousands(c.jobs as f64),
+                    c.seconds * 1e9 / c.events.max(1) as f64,
                     c.seconds * 1e3
                 );
                 for (_, s) in &c.checks {
                     let _ = write!(out, " {:>14.1}", s * 1e3);
                 }
                 let _ = writeln!(out);
+            }
+            if let (Some(first), Some(last), Some(ratio)) =
+                (self.checkers.first(), self.checkers.last(), self.checker_ratio)
+            {
+                let _ = writeln!(
+                    out,
+                    "time with {} events ÷ time with {}: {ratio:.2} (linear in events: {:.2})",
+                    thousands(last.events as f64),
+                    thousands(first.events as f64),
+                    last.events as f64 / first.events.max(1) as f64
+                );
             }
         }
         let _ = writeln!(out);

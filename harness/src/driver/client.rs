@@ -65,15 +65,21 @@ pub struct DriverProcess {
 }
 
 impl DriverProcess {
-    /// Starts the driver (stderr to `stderr_log`) and reads its hello.
-    pub fn start(command: &DriverCommand, stderr_log: &Path) -> Result<DriverProcess, String> {
-        let log = std::fs::File::create(stderr_log).map_err(|e| format!("{}: {e}", stderr_log.display()))?;
+    /// Starts the driver and reads its hello; its stderr goes to
+    /// `stderr_log`, or with None to this process's stderr.
+    pub fn start(command: &DriverCommand, stderr_log: Option<&Path>) -> Result<DriverProcess, String> {
+        let stderr = match stderr_log {
+            Some(path) => {
+                Stdio::from(std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?)
+            }
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(log)
+            .stderr(stderr)
             .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start the driver {}: {e}", command.display()))?;

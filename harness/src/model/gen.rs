@@ -76,23 +76,43 @@ impl ReferenceStateMachine for Generator {
     fn transitions(state: &GenState) -> BoxedStrategy<Op> {
         let label = state.next_label;
         let model = &state.model;
-        let add = (
-            worker(),
-            queue(),
-            select(vec![0i64, 0, 1, -1, 100, -100, 101]),
-            select(vec![1i64, 2, 3, 0]),
-            select(vec![0i64, 0, 0, 1, 1_000, 15_000]),
-        )
-            .prop_map(move |(worker, queue, priority, max_attempts, delay_ms)| Op::Add {
+        // Mostly valid input; now and then a value no step accepts.
+        let priority = prop_oneof![
+            8 => Just(0i64), 4 => Just(1), 4 => Just(-1), 1 => Just(100), 1 => Just(-100), 1 => Just(101)
+        ];
+        let max_attempts = prop_oneof![6 => Just(1i64), 6 => Just(2), 6 => Just(3), 1 => Just(0)];
+        let delay =
+            prop_oneof![12 => Just(0i64), 2 => Just(1), 2 => Just(1_000), 2 => Just(15_000), 1 => Just(-1)];
+        let add = (worker(), queue(), priority, max_attempts, delay).prop_map(
+            move |(worker, queue, priority, max_attempts, delay_ms)| Op::Add {
                 worker,
                 label,
                 queue,
                 priority,
                 max_attempts,
                 delay_ms,
-            });
-        let claim = (worker(), queue(), select(vec![1_000i64, 5_000, 30_000, 1, 0]))
-            .prop_map(move |(worker, queue, lease_ms)| Op::Claim { worker, label, queue, lease_ms });
+            },
+        );
+        let lease = || prop_oneof![8 => Just(1_000i64), 4 => Just(5_000), 2 => Just(30_000), 4 => Just(1), 1 => Just(0)];
+        // Claims mostly look in a queue where a job is due.
+        let mut due: Vec<String> = model
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Ready && j.run_at.lo <= model.now)
+            .map(|j| j.queue.clone())
+            .collect();
+        due.dedup();
+        let claim_queue = if due.is_empty() {
+            queue().boxed()
+        } else {
+            prop_oneof![3 => select(due), 1 => queue()].boxed()
+        };
+        let claim = (worker(), claim_queue, lease()).prop_map(move |(worker, queue, lease_ms)| Op::Claim {
+            worker,
+            label,
+            queue,
+            lease_ms,
+        });
         let other = prop_oneof![
             (worker(), proptest::option::of(queue()))
                 .prop_map(|(worker, queue)| Op::RetryAll { worker, queue }),
@@ -114,14 +134,7 @@ impl ReferenceStateMachine for Generator {
             } else {
                 prop_oneof![3 => select(holding), 1 => select(claims)].boxed()
             };
-            let holder = (
-                worker(),
-                pick,
-                prop::bool::weighted(0.1),
-                0u8..8,
-                any::<bool>(),
-                select(vec![1_000i64, 5_000, 30_000, 0]),
-            )
+            let holder = (worker(), pick, prop::bool::weighted(0.1), 0u8..8, any::<bool>(), lease())
                 .prop_map(|(worker, claim, forged, which, keep_done, lease_ms)| match which {
                     0 | 1 => Op::Finish { worker, claim, keep_done, forged },
                     2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged },
@@ -142,6 +155,19 @@ impl ReferenceStateMachine for Generator {
                 }
             });
             choices.push((2, by_job.boxed()));
+        }
+        // Retries mostly of dead jobs.
+        let dead: Vec<Label> = model
+            .adds
+            .iter()
+            .filter(|(_, id)| model.jobs.get(id).is_some_and(|j| j.state == JobState::Dead))
+            .map(|(label, _)| *label)
+            .collect();
+        if !dead.is_empty() {
+            choices.push((
+                2,
+                (worker(), select(dead)).prop_map(|(worker, job)| Op::Retry { worker, job }).boxed(),
+            ));
         }
         proptest::strategy::Union::new_weighted(choices).boxed()
     }

@@ -49,7 +49,7 @@ impl Target {
     }
 
     /// Opens the file for `workers` workers (the first one creates it).
-    fn start(&self, dir: &Path, path: &Path, workers: usize) -> Result<Box<dyn Subject>, String> {
+    fn start(&self, path: &Path, workers: usize) -> Result<Box<dyn Subject>, String> {
         let open = |create: bool| Request::Open {
             path: path.display().to_string(),
             create,
@@ -65,8 +65,11 @@ impl Target {
             }
             Target::Driver(cmd) => {
                 let mut drivers = Vec::new();
-                for w in 0..workers {
-                    let driver = DriverProcess::start(cmd, &dir.join(format!("driver-{w}.stderr")))?;
+                for _ in 0..workers {
+                    let driver = match pooled(cmd) {
+                        Some(driver) => driver,
+                        None => DriverProcess::start(cmd, None)?,
+                    };
                     if !driver.hello.has(CAP_NOW_MS) {
                         return Err(format!(
                             "the driver {} does not accept an injected clock (capability {CAP_NOW_MS}); \
@@ -76,7 +79,7 @@ impl Target {
                     }
                     drivers.push(driver);
                 }
-                Box::new(Drivers { drivers })
+                Box::new(Drivers { command: cmd.clone(), drivers, healthy: true })
             }
         };
         for w in 0..workers {
@@ -114,13 +117,46 @@ impl Subject for InProcess {
     }
 }
 
+/// Driver processes kept between runs: a run's `open` requests point them
+/// at its new file (an open closes the file open before), which spares
+/// starting an interpreter per worker per run.
+static POOL: std::sync::Mutex<Vec<(DriverCommand, DriverProcess)>> = std::sync::Mutex::new(Vec::new());
+
+/// At most this many idle drivers are kept.
+const POOL_SIZE: usize = 8;
+
+fn pooled(command: &DriverCommand) -> Option<DriverProcess> {
+    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let at = pool.iter().position(|(c, _)| c == command)?;
+    Some(pool.swap_remove(at).1)
+}
+
 struct Drivers {
+    command: DriverCommand,
     drivers: Vec<DriverProcess>,
+    /// False once a request got no answer: such drivers are not kept.
+    healthy: bool,
 }
 
 impl Subject for Drivers {
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
-        self.drivers[worker].request(&request)
+        let answer = self.drivers[worker].request(&request);
+        self.healthy &= answer.is_ok();
+        answer
+    }
+}
+
+impl Drop for Drivers {
+    fn drop(&mut self) {
+        if !self.healthy {
+            return;
+        }
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        for driver in self.drivers.drain(..) {
+            if pool.len() < POOL_SIZE {
+                pool.push((self.command.clone(), driver));
+            }
+        }
     }
 }
 
@@ -236,7 +272,7 @@ impl Run {
     pub fn start(target: &Target, workers: usize) -> Result<Run, Box<Failure>> {
         let dir = work_dir().map_err(setup_failure)?;
         let path = dir.path().join("model.ukue");
-        let subject = target.start(dir.path(), &path, workers.max(1)).map_err(setup_failure)?;
+        let subject = target.start(&path, workers.max(1)).map_err(setup_failure)?;
         let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| setup_failure(format!("{}: {e}", path.display())))?;
         let _ = reader.busy_timeout(Duration::from_secs(5));
