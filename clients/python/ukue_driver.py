@@ -78,12 +78,12 @@ ADD = """\
 INSERT INTO ukue_jobs (queue, payload, priority, max_attempts, run_at, created_at, updated_at)
 VALUES (:queue, :payload, :priority, :max_attempts, :run_at, :now, :now)"""
 REAP_DEAD = """\
-UPDATE ukue_jobs
+UPDATE ukue_jobs INDEXED BY ukue_jobs_leases
 SET state = 'dead', token = NULL, lease_until = NULL, updated_at = :now,
     last_error = 'lease expired (attempt ' || attempts || ' of ' || max_attempts || ')'
 WHERE state = 'running' AND lease_until <= :now AND attempts >= max_attempts"""
 REAP_READY = """\
-UPDATE ukue_jobs
+UPDATE ukue_jobs INDEXED BY ukue_jobs_leases
 SET state = 'ready', token = NULL, lease_until = NULL, updated_at = :now,
     last_error = 'lease expired (attempt ' || attempts || ' of ' || max_attempts || ')',
     run_at = :now + min(10000 << min(max(attempts - 1, 0), 20), 3600000)
@@ -229,7 +229,12 @@ def tables(con):
 
 
 def check_version(con, path):
-    rows = con.execute(READ_VERSION).fetchall()
+    # TEXT that is not UTF-8 is a bad version, not a failure to read it.
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    try:
+        rows = con.execute(READ_VERSION).fetchall()
+    finally:
+        con.text_factory = str
     if not rows:
         raise StepError("refused", f"{path}: ukue_meta has no format_version row")
     value = rows[0][0]

@@ -30,6 +30,7 @@ fn session() -> Vec<Value> {
         json!({"op": "open", "path": "DIR/version-2.ukue", "now_ms": at(0)}),
         json!({"op": "open", "path": "DIR/not-sqlite.ukue", "create": true, "now_ms": at(0)}),
         json!({"op": "open", "path": "DIR/plain.db", "now_ms": at(0)}),
+        json!({"op": "open", "path": "DIR/version-not-utf8.ukue", "now_ms": at(0)}),
         json!({"op": "open", "path": "DIR/new.ukue", "create": true, "now_ms": at(0)}),
         json!({"op": "add", "queue": "a", "payload": "low", "priority": -5, "now_ms": at(0)}),
         json!({"op": "add", "queue": "a", "payload": "high", "priority": 5, "max_attempts": 2, "now_ms": at(0)}),
@@ -81,6 +82,9 @@ fn answers(cmd: &DriverCommand) -> Vec<Value> {
     std::fs::copy(fixtures.join("format-version-2.ukue"), dir.path().join("version-2.ukue")).unwrap();
     std::fs::copy(fixtures.join("not-sqlite.ukue"), dir.path().join("not-sqlite.ukue")).unwrap();
     std::fs::copy(fixtures.join("plain-sqlite.db"), dir.path().join("plain.db")).unwrap();
+    // format_version TEXT that is not UTF-8 (found by the open_bytes fuzzer).
+    let not_utf8 = fixtures.join("../fuzz/open_bytes/regression-format-version-not-utf8");
+    std::fs::copy(&not_utf8, dir.path().join("version-not-utf8.ukue")).unwrap();
     let mut driver = DriverProcess::start(cmd, Some(&dir.path().join("stderr"))).unwrap();
     assert_eq!(driver.hello.protocol, PROTOCOL_VERSION, "{:?}", driver.hello);
     assert!(driver.hello.has(CAP_NOW_MS), "{:?}", driver.hello);
@@ -126,7 +130,8 @@ fn both_drivers_answer_the_session_alike() {
     }
     let ok = |i: usize| reference[i]["answer"]["ok"].as_bool().unwrap();
     assert!(!ok(0), "a request before open: {}", reference[0]);
-    assert_eq!(reference[16]["answer"]["job"]["payload"], "high", "priority first: {}", reference[16]);
+    assert_eq!(reference[5]["answer"]["error"], "refused", "{}", reference[5]);
+    assert_eq!(reference[17]["answer"]["job"]["payload"], "high", "priority first: {}", reference[17]);
     for other in &all[1..] {
         let seen = answers(other);
         for (want, got) in reference.iter().zip(&seen) {

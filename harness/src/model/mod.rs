@@ -308,7 +308,10 @@ impl Model {
         (possible, empty)
     }
 
-    /// The allowed outcomes of `op` (nothing changes).
+    /// The allowed outcomes of `op` (nothing changes): the model's
+    /// `apply(op) -> allowed outcomes`; [`Model::observe`] then takes the
+    /// subject's answer.
+    #[doc(alias = "apply")]
     pub fn expect(&self, op: &Op) -> Expect {
         let now = self.now;
         let mut next = self.clone();
