@@ -860,11 +860,15 @@ fn assert_all_caught(mutations: &[Mutation]) {
 #[test]
 fn mutations_of_the_claim_are_caught() {
     assert_all_caught(&[
-        m(Stmt::Pick, "priority DESC", "priority ASC"),
-        m(Stmt::Pick, "ORDER BY priority DESC, run_at, id", "ORDER BY priority DESC, id"),
+        m(Stmt::Pick, "SELECT max(priority)", "SELECT min(priority)"),
+        m(Stmt::Pick, "ORDER BY run_at, id LIMIT 1", "ORDER BY id LIMIT 1"),
         m(Stmt::Pick, "run_at, id", "run_at, id DESC"),
         m(Stmt::Pick, "run_at <= :now", "run_at <= :now + 1000"),
-        m(Stmt::Pick, "queue = :queue AND ", "(queue = :queue OR 1) AND "),
+        m(
+            Stmt::Pick,
+            "WHERE queue = :queue AND state = 'ready' AND priority = level.priority",
+            "WHERE state = 'ready' AND priority = level.priority",
+        ),
         m(Stmt::NextRunAt, "ORDER BY run_at", "ORDER BY run_at DESC"),
         m(Stmt::NextRunAt, "state = 'ready'", "state != 'dead'"),
         m(Stmt::Take, "attempts = attempts + 1", "attempts = attempts"),
@@ -977,7 +981,7 @@ fn an_edited_format_md_is_loaded_and_caught() {
     let page = ukue::spec::FORMAT_MD;
     assert_eq!(Spec::from_markdown(page).expect("the builtin page"), *Spec::builtin());
     for (from, to) in [
-        ("ORDER BY priority DESC, run_at, id\nLIMIT 1", "ORDER BY priority DESC, id\nLIMIT 1"),
+        ("ORDER BY run_at, id LIMIT 1", "ORDER BY id LIMIT 1"),
         ("max_attempts INTEGER NOT NULL DEFAULT 10", "max_attempts INTEGER NOT NULL DEFAULT 5"),
         (
             "SET state = 'ready', attempts = max(attempts - 1, 0),",

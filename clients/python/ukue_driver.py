@@ -91,9 +91,20 @@ SET state = 'ready', token = NULL, lease_until = NULL, updated_at = :now,
 WHERE state = 'running' AND lease_until <= :now"""
 NEXT_RUN_AT = "SELECT run_at FROM ukue_jobs WHERE queue = :queue AND state = 'ready' ORDER BY run_at LIMIT 1"
 PICK = """\
-SELECT id FROM ukue_jobs INDEXED BY ukue_jobs_due
-WHERE queue = :queue AND state = 'ready' AND run_at <= :now
-ORDER BY priority DESC, run_at, id
+WITH RECURSIVE level(priority) AS (
+  SELECT max(priority) FROM ukue_jobs INDEXED BY ukue_jobs_due WHERE queue = :queue AND state = 'ready'
+  UNION ALL
+  SELECT (SELECT max(priority) FROM ukue_jobs INDEXED BY ukue_jobs_due
+          WHERE queue = :queue AND state = 'ready' AND priority < level.priority)
+  FROM level WHERE level.priority IS NOT NULL
+)
+SELECT id FROM (
+  SELECT (SELECT id FROM ukue_jobs INDEXED BY ukue_jobs_due
+          WHERE queue = :queue AND state = 'ready' AND priority = level.priority AND run_at <= :now
+          ORDER BY run_at, id LIMIT 1) AS id
+  FROM level
+)
+WHERE id IS NOT NULL
 LIMIT 1"""
 TAKE = """\
 UPDATE ukue_jobs

@@ -24,7 +24,11 @@ pub const BUGS: &[Bug] = &[
     Bug {
         name: "reversed-priority",
         what: "the claim picks the lowest priority first",
-        edits: &[(Stmt::Pick, "priority DESC", "priority ASC")],
+        edits: &[
+            (Stmt::Pick, "SELECT max(priority)", "SELECT min(priority)"),
+            (Stmt::Pick, "SELECT (SELECT max(priority)", "SELECT (SELECT min(priority)"),
+            (Stmt::Pick, "priority < level.priority", "priority > level.priority"),
+        ],
         replaced: &[],
     },
     Bug {
