@@ -58,9 +58,10 @@ const CLOCK_TOL: i64 = 100;
 const SKEW: i64 = 1_000;
 /// Upper margin beyond the moment the harness saw a change.
 const LATE: i64 = 1_500;
-/// The backoff after a first attempt: 10 s plus up to a tenth more.
-const BACKOFF_MIN: i64 = 10_000;
-const BACKOFF_MAX: i64 = 11_000;
+/// The backoff after a first attempt, as the model of the format gives it:
+/// 10 s plus up to a tenth more.
+const BACKOFF_MIN: i64 = crate::model::backoff_span(0, 1).lo;
+const BACKOFF_MAX: i64 = crate::model::backoff_span(0, 1).hi;
 
 const POLL: [&str; 2] = ["--poll", "20ms"];
 
@@ -680,6 +681,16 @@ fn add_all(
 /// Runs every job of `added` with one worker running one job at a time,
 /// then checks that they ran exactly once each, in `expected` order.
 fn run_in_order(ctx: &Ctx, file: &Path, added: Vec<Added>, expected: &[i64]) -> CaseResult {
+    // The one model of the format decides the order; the case's own list
+    // says what the case means, and the two must agree.
+    let model = crate::model::Model::from_rows(&crate::model::run::read_rows(&read(file)?)?, now_ms());
+    let modelled = model.claim_order("q");
+    if modelled.as_deref() != Some(expected) {
+        return Err(Failure::error(
+            format!("the case's expected order {expected:?} to be the model's"),
+            format!("the model says {modelled:?}"),
+        ));
+    }
     let ids: Vec<i64> = added.iter().map(|a| a.job).collect();
     let mut worker = probe_worker(ctx, file, "q", &["--concurrency", "1"])?;
     wait_settled(ctx, file, &ids, secs(30), &mut [&mut worker])?;

@@ -35,13 +35,24 @@ pub const START_MS: Millis = 1_700_000_000_000;
 
 /// The backoff before jitter after attempt `attempts` (FORMAT.md §5.6):
 /// 10 s × 2^(attempts−1), at most an hour.
-pub fn backoff_base(attempts: i64) -> Millis {
-    let shift = (attempts - 1).clamp(0, 20);
-    (10_000i64 << shift).min(3_600_000)
+pub const fn backoff_base(attempts: i64) -> Millis {
+    let shift = if attempts <= 1 {
+        0
+    } else if attempts > 21 {
+        20
+    } else {
+        attempts - 1
+    };
+    let base = 10_000i64 << shift;
+    if base < 3_600_000 {
+        base
+    } else {
+        3_600_000
+    }
 }
 
 /// The run_at a backoff from `now` may give: `[now + b, now + b + b/10]`.
-pub fn backoff_span(now: Millis, attempts: i64) -> Span {
+pub const fn backoff_span(now: Millis, attempts: i64) -> Span {
     let b = backoff_base(attempts);
     Span { lo: now.saturating_add(b), hi: now.saturating_add(b + b / 10) }
 }
@@ -306,6 +317,60 @@ impl Model {
             }
         }
         (possible, empty)
+    }
+
+    /// The model of a file's jobs as read from it ([`run::read_rows`]) at
+    /// `now`: the runner's checkers use it to say what the one model
+    /// expects of a history.
+    pub fn from_rows(rows: &[run::Row], now: Millis) -> Model {
+        let mut model = Model::new(now);
+        for row in rows {
+            let state = match row.state.as_str() {
+                "running" => JobState::Running,
+                "done" => JobState::Done,
+                "dead" => JobState::Dead,
+                _ => JobState::Ready,
+            };
+            model.jobs.insert(
+                row.id,
+                MJob {
+                    id: row.id,
+                    queue: row.queue.clone(),
+                    payload: String::from_utf8_lossy(&row.payload).into_owned(),
+                    state,
+                    priority: row.priority,
+                    attempts: row.attempts,
+                    max_attempts: row.max_attempts,
+                    run_at: Span::exact(row.run_at),
+                    lease_until: row.lease_until,
+                    holder: None,
+                    last_error: row.last_error.clone(),
+                    created_at: row.created_at,
+                    updated_at: row.updated_at,
+                },
+            );
+            model.next_id = model.next_id.max(row.id + 1);
+        }
+        model
+    }
+
+    /// The order in which one worker that claims `queue` again and again
+    /// (finishing each job before the next claim) takes the jobs due now
+    /// (FORMAT.md §5.4); None when the model allows more than one order.
+    pub fn claim_order(&self, queue: &str) -> Option<Vec<i64>> {
+        let mut model = self.clone();
+        let mut order = Vec::new();
+        loop {
+            let (candidates, _) = model.candidates(queue);
+            match candidates.as_slice() {
+                [] => return Some(order),
+                [id] => {
+                    order.push(*id);
+                    model.jobs.remove(id);
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// The allowed outcomes of `op` (nothing changes): the model's
@@ -956,6 +1021,29 @@ mod tests {
         ]);
         let job = &m.jobs[&1];
         assert_eq!((job.state, job.attempts, job.run_at), (JobState::Ready, 0, Span::exact(START_MS)));
+    }
+
+    #[test]
+    fn the_claim_order_of_a_file_follows_the_model() {
+        let row = |id: i64, priority: i64, run_at: i64| run::Row {
+            id,
+            queue: "q".into(),
+            payload: Vec::new(),
+            state: "ready".into(),
+            priority,
+            attempts: 0,
+            max_attempts: 10,
+            run_at,
+            created_at: 0,
+            updated_at: 0,
+            lease_until: None,
+            token: None,
+            last_error: None,
+        };
+        let rows = [row(1, 0, 90), row(2, 0, 80), row(3, 5, 95), row(4, 0, 80), row(5, 9, 200)];
+        let model = Model::from_rows(&rows, 100);
+        assert_eq!(model.claim_order("q"), Some(vec![3, 2, 4, 1]), "job 5 is not due");
+        assert_eq!(model.claim_order("other"), Some(vec![]));
     }
 
     #[test]
