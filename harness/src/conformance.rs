@@ -198,6 +198,7 @@ fn subjects(args: &Args) -> Result<Subjects> {
         python,
         probe,
         strace: on_path("strace"),
+        python_driver: None,
     })
 }
 
@@ -252,6 +253,13 @@ pub fn run(mut args: Args) -> Result<u8> {
     if let Some(python) = &mut subjects.python {
         let script = root.path().join("add_job.py");
         std::fs::write(&script, embedded::ADD_JOB_PY)?;
+        let driver = root.path().join("ukue_driver.py");
+        std::fs::write(&driver, embedded::UKUE_DRIVER_PY)?;
+        subjects.python_driver = Some(Subject {
+            name: "ukue_driver.py".into(),
+            program: python.program.clone(),
+            args: vec![driver.display().to_string()],
+        });
         python.args = vec![script.display().to_string()];
     }
     let (mut run_cases, mut skipped) = (Vec::new(), Vec::new());

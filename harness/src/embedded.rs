@@ -4,6 +4,7 @@
 pub const FORMAT_MD: &str = include_str!("../../spec/FORMAT.md");
 pub const CONFORMANCE_MD: &str = include_str!("../../spec/CONFORMANCE.md");
 pub const ADD_JOB_PY: &str = include_str!("../../clients/python/add_job.py");
+pub const UKUE_DRIVER_PY: &str = include_str!("../../clients/python/ukue_driver.py");
 
 pub const REFUSAL_MANIFEST: &str = include_str!("../../fixtures/refusal/manifest.json");
 pub const COMPAT_MANIFEST: &str = include_str!("../../fixtures/compat/manifest.json");

@@ -361,11 +361,25 @@ impl Recorder {
         for text in lines {
             if log {
                 self.push(line, pid, Event::Logged { text });
-            } else if let Ok(id) = text.trim().parse::<i64>() {
+            } else if let Some(id) = acknowledged_id(&text) {
                 self.push(line, pid, Event::Printed { id });
             }
         }
     }
+}
+
+/// The id a line of stdout acknowledges: a number alone (`ukue add`,
+/// add_job.py), or a step driver's answer to an add, `{"ok": true, "id": N}`.
+pub fn acknowledged_id(text: &str) -> Option<i64> {
+    if let Ok(id) = text.trim().parse::<i64>() {
+        return Some(id);
+    }
+    let answer: serde_json::Value = serde_json::from_str(text).ok()?;
+    let object = answer.as_object()?;
+    if object.get("ok") != Some(&serde_json::Value::Bool(true)) || object.contains_key("job") {
+        return None;
+    }
+    object.get("id")?.as_i64()
 }
 
 /// `name(args) = result`, split.

@@ -34,4 +34,6 @@ pub struct Subjects {
     pub probe: PathBuf,
     /// strace, for the durability cases.
     pub strace: Option<PathBuf>,
+    /// `python3 ukue_driver.py`, the Python step driver, when python is there.
+    pub python_driver: Option<Subject>,
 }

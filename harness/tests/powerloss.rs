@@ -38,6 +38,7 @@ fn heavy_powerloss_checks_hundreds_of_crash_states_of_the_reference() {
         }),
         probe: conformance().with_file_name("ukue-probe"),
         strace: Some(strace),
+        python_driver: None,
     });
     let wanted = std::env::var("UKUE_POWERLOSS_CASES").unwrap_or_else(|_| "powerloss/subject-adds".into());
     let chosen: Vec<_> = cases::all().into_iter().filter(|c| c.id.starts_with(&wanted)).collect();

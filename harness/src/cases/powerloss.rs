@@ -53,6 +53,13 @@ pub fn cases() -> Vec<Case> {
             run: python_adds,
         },
         Case {
+            id: "powerloss/python-driver-adds",
+            rule: "6.1",
+            summary: "the same for 4 adds by the Python step driver (clients/python/ukue_driver.py), acknowledged by its answers",
+            needs: Needs { python: true, strace: true },
+            run: python_driver_adds,
+        },
+        Case {
             id: "powerloss/work-finishes",
             rule: "6.1",
             summary: "a power cut while work claims and finishes jobs (and adds go on) loses no acknowledged job or claim",
@@ -73,6 +80,37 @@ fn python_adds(ctx: &mut Ctx) -> CaseResult {
             Failure::error("python3 for add_job.py", "no python (the case should be skipped)")
         })?;
     adds(ctx, &python, 4)
+}
+
+/// 4 adds by one Python step-driver process, each acknowledged by the
+/// driver's answer line `{"ok": true, "id": N}`.
+fn python_driver_adds(ctx: &mut Ctx) -> CaseResult {
+    let driver = ctx.subjects.python_driver.clone().ok_or_else(|| {
+        Failure::error("python3 for ukue_driver.py", "no python (the case should be skipped)")
+    })?;
+    let run = prepare(ctx)?;
+    let open = serde_json::json!({"op": "open", "path": path_str(&run.file), "create": false}).to_string();
+    let mut requests = vec![quote(&open)];
+    for i in 1..=4 {
+        requests.push(quote(
+            &serde_json::json!({"op": "add", "queue": "q", "payload": format!("job-{i}")}).to_string(),
+        ));
+    }
+    let script =
+        write_script(ctx, &[format!("printf '%s\\n' {} | {}", requests.join(" "), command(&driver))])?;
+    let (strace, args) = strace_command(ctx, &run, &script)?;
+    let shown: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ctx.run(&strace, &shown)?;
+    expect_success(&strace, &["--", "sh", "script.sh"], &out)?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let printed: Vec<i64> = stdout.lines().filter_map(powerloss::acknowledged_id).collect();
+    if printed.len() != 4 {
+        return Err(Failure::error(
+            "4 ids in the driver's answers to 4 adds",
+            format!("{:?}", clip(&stdout)),
+        ));
+    }
+    check_states(ctx, &run, &printed, None)
 }
 
 /// `n` adds by `who`, one process after another, under strace.
