@@ -20,6 +20,8 @@ pub struct Ukue {
     path: PathBuf,
     clock: Arc<dyn Clock>,
     spec: Arc<Spec>,
+    /// How long a step waits for a busy file (FORMAT.md §4.1).
+    busy_ms: i64,
 }
 
 impl Ukue {
@@ -43,8 +45,20 @@ impl Ukue {
         OpenOptions::default()
     }
 
-    pub(crate) fn new(conn: Connection, path: PathBuf, clock: Arc<dyn Clock>, spec: Arc<Spec>) -> Ukue {
-        Ukue { conn, path, clock, spec }
+    pub(crate) fn new(
+        conn: Connection,
+        path: PathBuf,
+        clock: Arc<dyn Clock>,
+        spec: Arc<Spec>,
+        busy_ms: i64,
+    ) -> Ukue {
+        Ukue { conn, path, clock, spec, busy_ms }
+    }
+
+    /// How long a step waits for a busy file before it fails (FORMAT.md
+    /// §4.1's `busy_timeout`, polled every millisecond).
+    pub fn busy_timeout_ms(&self) -> i64 {
+        self.busy_ms
     }
 
     pub fn path(&self) -> &Path {

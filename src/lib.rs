@@ -14,6 +14,7 @@
 //! # Ok::<(), ukue::Error>(())
 //! ```
 
+mod busy;
 #[doc(hidden)]
 pub mod cli;
 pub mod clock;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
 
+use crate::busy;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Refusal, Result, FORMAT_VERSION};
 use crate::file::Ukue;
@@ -96,6 +97,8 @@ impl OpenOptions {
         let mut checker = Checker { conn: &conn, spec: &self.spec, path: &path };
         checker.run(Stmt::SetBusyTimeout)?;
         checker.run(Stmt::SetSynchronous)?;
+        let busy_ms = checker.busy_timeout()?;
+        busy::poll_while_busy(&conn, busy_ms);
         match checker.tables()? {
             Tables::Both => checker.check_version()?,
             Tables::None if self.access == Access::AddTables => {}
@@ -107,7 +110,7 @@ impl OpenOptions {
         // The checks have passed: only now may anything be written.
         checker.ensure_wal()?;
         checker.add_tables(&self.created_by, self.clock.now_ms())?;
-        Ok(Ukue::new(conn, path, self.clock, self.spec))
+        Ok(Ukue::new(conn, path, self.clock, self.spec, busy_ms))
     }
 }
 
@@ -136,6 +139,13 @@ impl Checker<'_> {
         let mut rows = st.query([]).map_err(|e| self.refusal(e))?;
         while rows.next().map_err(|e| self.refusal(e))?.is_some() {}
         Ok(())
+    }
+
+    /// The busy timeout that `set_busy_timeout` set (FORMAT.md §4.1).
+    fn busy_timeout(&mut self) -> Result<i64> {
+        let mut st =
+            self.conn.prepare_cached(self.spec.sql(Stmt::ReadBusyTimeout)).map_err(|e| self.refusal(e))?;
+        st.query_row([], |r| r.get(0)).map_err(|e| self.refusal(e))
     }
 
     fn tables(&mut self) -> Result<Tables> {

@@ -165,7 +165,7 @@ fn schema(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.query_i64("PRAGMA application_id")?, 1_969_976_677, "application_id");
     ensure_eq!(f.query_string("PRAGMA journal_mode")?, "wal", "journal_mode");
     ensure_eq!(f.query_i64("PRAGMA synchronous")?, 2, "synchronous (FULL)");
-    ensure_eq!(f.query_i64("PRAGMA busy_timeout")?, 5_000, "busy_timeout");
+    ensure_eq!(f.file.busy_timeout_ms(), 5_000, "busy_timeout");
     ensure_eq!(
         f.query_string("SELECT group_concat(key || '=' || value, ' ') FROM (SELECT * FROM ukue_meta WHERE key != 'created_by' ORDER BY key)")?,
         format!("created_at={T0} format_version=1"),

@@ -1034,7 +1034,7 @@ fn a_new_file_is_stamped_and_in_wal_mode() {
     assert_eq!(query_i64(conn, "PRAGMA application_id"), 1_969_976_677);
     assert_eq!(query_string(conn, "PRAGMA journal_mode"), "wal");
     assert_eq!(query_i64(conn, "PRAGMA synchronous"), 2, "synchronous = FULL");
-    assert_eq!(query_i64(conn, "PRAGMA busy_timeout"), 5_000);
+    assert_eq!(fx.file.busy_timeout_ms(), 5_000, "FORMAT.md's busy timeout, polled");
     let meta: Vec<(String, String)> = conn
         .prepare("SELECT key, value FROM ukue_meta ORDER BY key")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())

@@ -39,6 +39,7 @@ statements! {
     Rollback = "rollback",
     SetBusyTimeout = "set_busy_timeout",
     SetSynchronous = "set_synchronous",
+    ReadBusyTimeout = "read_busy_timeout",
     ReadVersion = "read_version",
     ReadJournalMode = "read_journal_mode",
     Add = "add",
