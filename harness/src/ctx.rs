@@ -128,9 +128,8 @@ impl Ctx {
         // Read the pipes while waiting, so a chatty subject cannot block.
         let stdout = spawned.child.stdout.take();
         let stderr = spawned.child.stderr.take();
-        let read = drain::<std::process::ChildStdout>;
-        let out_thread = read(stdout);
-        let err_thread = read_stderr(stderr);
+        let out_thread = drain(stdout);
+        let err_thread = drain(stderr);
         let status = spawned.wait_timeout(limit)?;
         let Some(status) = status else {
             spawned.signal_group(nix::sys::signal::Signal::SIGKILL);
@@ -270,8 +269,4 @@ fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::Joi
         }
         buf
     })
-}
-
-fn read_stderr(pipe: Option<std::process::ChildStderr>) -> std::thread::JoinHandle<Vec<u8>> {
-    drain(pipe)
 }

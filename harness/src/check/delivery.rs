@@ -300,27 +300,27 @@ pub fn dead_after_max(history: &History, always_failing: &[i64]) -> Vec<Finding>
     findings
 }
 
-/// The delivery checks of a run without crashes: nothing lost, nothing
-/// duplicated, one holder at a time, every command started by its holder
-/// and never disturbed.
+/// The delivery checks of a run without crashes: those of
+/// [`at_least_once`], and every attempt counted once and no job disturbed
+/// while its holder runs.
 pub fn exactly_once(history: &History) -> Vec<Finding> {
     let by_job = ByJob::of(history);
-    let mut findings = lost_in(history, &by_job);
-    findings.extend(duplicates_in(history, &by_job));
-    findings.extend(overlaps_in(history, &by_job));
+    let mut findings = delivered(history, &by_job);
     findings.extend(attempts_in(&by_job));
-    findings.extend(held_at_start(history));
     findings.extend(changed_while_held(history));
     findings
 }
 
-/// The delivery checks of a run with crashes: nothing lost, and every
-/// second run excused.
+/// The delivery checks of a run with crashes: nothing lost, every second
+/// run excused, one holder at a time, every command started by its holder.
 pub fn at_least_once(history: &History) -> Vec<Finding> {
-    let by_job = ByJob::of(history);
-    let mut findings = lost_in(history, &by_job);
-    findings.extend(duplicates_in(history, &by_job));
-    findings.extend(overlaps_in(history, &by_job));
+    delivered(history, &ByJob::of(history))
+}
+
+fn delivered(history: &History, by_job: &ByJob) -> Vec<Finding> {
+    let mut findings = lost_in(history, by_job);
+    findings.extend(duplicates_in(history, by_job));
+    findings.extend(overlaps_in(history, by_job));
     findings.extend(held_at_start(history));
     findings
 }
