@@ -106,8 +106,10 @@ struct Slot {
     stop: Option<StopReason>,
     /// The handler has returned; the supervisor may end.
     done: bool,
-    /// Bumped by [`JobControl::wake`].
-    wakes: u64,
+    /// Set by [`JobControl::wake`] and by a new stop reason, cleared by
+    /// the [`JobControl::wait`] it ends: a wake that lands between the
+    /// handler's last look and its wait is kept, not lost.
+    woken: bool,
 }
 
 #[derive(Debug, Default)]
@@ -181,14 +183,13 @@ impl JobControl {
     }
 
     /// Waits up to `timeout` for a new stop reason or a
-    /// [`JobControl::wake`]; returns the stop reason, if any.
+    /// [`JobControl::wake`]; returns the stop reason, if any. Either one
+    /// that came since the last wait ends this one at once.
     pub fn wait(&self, timeout: Duration) -> Option<StopReason> {
         let guard = self.shared.lock();
         let slot = self.slot;
-        let (stop, wakes) = (guard.slots[slot].stop, guard.slots[slot].wakes);
-        let guard = self.shared.wait_until(guard, Instant::now() + timeout, |s| {
-            s.slots[slot].stop != stop || s.slots[slot].wakes != wakes
-        });
+        let mut guard = self.shared.wait_until(guard, Instant::now() + timeout, |s| s.slots[slot].woken);
+        guard.slots[slot].woken = false;
         guard.slots[slot].stop
     }
 
@@ -196,13 +197,17 @@ impl JobControl {
     /// thread that saw the job's process end).
     pub fn wake(&self) {
         let mut state = self.shared.lock();
-        state.slots[self.slot].wakes += 1;
+        state.slots[self.slot].woken = true;
         self.shared.changed.notify_all();
     }
 
     fn set_stop(&self, reason: StopReason) {
         let mut state = self.shared.lock();
-        state.slots[self.slot].stop.get_or_insert(reason);
+        let slot = &mut state.slots[self.slot];
+        if slot.stop.is_none() {
+            slot.stop = Some(reason);
+            slot.woken = true;
+        }
         self.shared.changed.notify_all();
     }
 }

@@ -74,6 +74,35 @@ fn several_jobs_at_once_each_exactly_once() {
     assert_eq!(events.iter().filter(|e| matches!(e, Event::Finished { .. })).count(), 40);
 }
 
+/// A wake that lands before the handler waits (its command ended just
+/// after the handler last looked) ends the next wait at once. Were it lost,
+/// the handler would sleep through its whole timeout and, here, be stopped
+/// at the end of the grace: the job given back, not finished.
+#[test]
+fn a_wake_before_the_wait_is_kept() {
+    let (_dir, path) = file_with(1);
+    let options = WorkerOptions {
+        grace: Duration::from_millis(100),
+        poll: Duration::from_millis(10),
+        ..WorkerOptions::default()
+    };
+    let events = run_until(
+        Worker::new(&path, "q", options),
+        |_, control| {
+            control.wake();
+            match control.wait(Duration::from_secs(3600)) {
+                None => Outcome::Finish,
+                Some(reason) => {
+                    Outcome::Fail { error: format!("stopped: {reason:?}"), retry: Retry::Backoff }
+                }
+            }
+        },
+        &path,
+        is_empty,
+    );
+    assert!(events.iter().any(|e| matches!(e, Event::Finished { .. })), "{events:?}");
+}
+
 #[test]
 fn a_handler_that_outlives_its_lease_keeps_the_job() {
     let (_dir, path) = file_with(1);
