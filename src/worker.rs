@@ -1,9 +1,10 @@
 //! The worker loop: claim, run, renew, finish — with several jobs at once
 //! and a graceful stop that gives unfinished jobs back.
 //!
-//! Every wait in here is on one condition variable per worker, so a stop
-//! request, a job's end, a lost lease and a timeout all wake whoever waits
-//! at once, with no polling.
+//! Each slot (one job at a time) has a runner thread that claims and runs
+//! jobs and a supervisor thread that keeps their leases. Every wait in here
+//! is on the slot's condition variable, so a stop request, a job's end, a
+//! lost lease and a timeout wake whoever waits at once, with no polling.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -103,13 +104,47 @@ where
 
 #[derive(Debug, Default)]
 struct Slot {
+    /// Wakes this slot's threads (runner, handler, supervisor) and no
+    /// other slot's: a job's end is news to nobody else.
+    changed: Arc<Condvar>,
+    /// Counts the jobs the slot has taken; the supervisor tells by it
+    /// whether the job it watches is still the slot's.
+    job: u64,
+    /// The job being run, for the supervisor.
+    held: Option<Held>,
     stop: Option<StopReason>,
-    /// The handler has returned; the supervisor may end.
+    /// The handler has returned and the outcome is recorded.
     done: bool,
     /// Set by [`JobControl::wake`] and by a new stop reason, cleared by
     /// the [`JobControl::wait`] it ends: a wake that lands between the
     /// handler's last look and its wait is kept, not lost.
     woken: bool,
+    /// The slot's runner has returned; its supervisor ends too.
+    closed: bool,
+}
+
+/// What the supervisor needs of a job.
+#[derive(Debug, Clone)]
+struct Held {
+    id: i64,
+    token: String,
+    started: Instant,
+}
+
+impl Slot {
+    fn begin(&mut self, held: Held) {
+        self.job += 1;
+        self.held = Some(held);
+        self.stop = None;
+        self.done = false;
+        self.woken = false;
+        self.changed.notify_all();
+    }
+
+    /// Whether job number `job` still runs here.
+    fn runs(&self, job: u64) -> bool {
+        self.job == job && !self.done && !self.closed
+    }
 }
 
 #[derive(Debug, Default)]
@@ -121,7 +156,6 @@ struct WorkerState {
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<WorkerState>,
-    changed: Condvar,
 }
 
 impl Shared {
@@ -129,23 +163,30 @@ impl Shared {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Waits until `done` says so or `deadline` passes; returns the guard.
+    /// Waits on `slot`'s condition variable until `done` says so or
+    /// `deadline` passes; returns the guard.
     fn wait_until<'a>(
         &'a self,
         mut guard: MutexGuard<'a, WorkerState>,
-        deadline: Instant,
+        slot: usize,
+        deadline: Option<Instant>,
         mut done: impl FnMut(&WorkerState) -> bool,
     ) -> MutexGuard<'a, WorkerState> {
+        let changed = guard.slots[slot].changed.clone();
         while !done(&guard) {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            guard = self
-                .changed
-                .wait_timeout(guard, deadline - now)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
+            guard = match deadline {
+                None => changed.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    changed
+                        .wait_timeout(guard, deadline - now)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .0
+                }
+            };
         }
         guard
     }
@@ -162,7 +203,9 @@ impl Stopper {
     pub fn stop(&self) {
         let mut state = self.0.lock();
         state.stop_requested_at.get_or_insert_with(Instant::now);
-        self.0.changed.notify_all();
+        for slot in &state.slots {
+            slot.changed.notify_all();
+        }
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -188,7 +231,8 @@ impl JobControl {
     pub fn wait(&self, timeout: Duration) -> Option<StopReason> {
         let guard = self.shared.lock();
         let slot = self.slot;
-        let mut guard = self.shared.wait_until(guard, Instant::now() + timeout, |s| s.slots[slot].woken);
+        let deadline = Some(Instant::now() + timeout);
+        let mut guard = self.shared.wait_until(guard, slot, deadline, |s| s.slots[slot].woken);
         guard.slots[slot].woken = false;
         guard.slots[slot].stop
     }
@@ -197,18 +241,20 @@ impl JobControl {
     /// thread that saw the job's process end).
     pub fn wake(&self) {
         let mut state = self.shared.lock();
-        state.slots[self.slot].woken = true;
-        self.shared.changed.notify_all();
+        let slot = &mut state.slots[self.slot];
+        slot.woken = true;
+        slot.changed.notify_all();
     }
 
-    fn set_stop(&self, reason: StopReason) {
+    /// Stops job number `job`, if it still runs and has no stop reason yet.
+    fn stop_job(&self, job: u64, reason: StopReason) {
         let mut state = self.shared.lock();
         let slot = &mut state.slots[self.slot];
-        if slot.stop.is_none() {
+        if slot.runs(job) && slot.stop.is_none() {
             slot.stop = Some(reason);
             slot.woken = true;
+            slot.changed.notify_all();
         }
-        self.shared.changed.notify_all();
     }
 }
 
@@ -250,23 +296,44 @@ impl Worker {
         validate::lease(self.options.lease)?;
         let concurrency = self.options.concurrency.max(1);
         let connections = (0..concurrency)
-            .map(|_| self.open.clone().open(&self.path).map(|u| Arc::new(Mutex::new(u))))
+            .map(|_| self.open.clone().open(&self.path).map(Mutex::new))
             .collect::<Result<Vec<_>>>()?;
         self.shared.lock().slots = (0..concurrency).map(|_| Slot::default()).collect();
+        let runners: Vec<SlotRunner> = connections
+            .into_iter()
+            .enumerate()
+            .map(|(slot, conn)| SlotRunner { worker: self, slot, conn, handler, events })
+            .collect();
         thread::scope(|scope| {
-            for (slot, conn) in connections.into_iter().enumerate() {
-                let runner = SlotRunner { worker: self, slot, conn, handler, events };
-                scope.spawn(move || runner.run());
+            for runner in &runners {
+                scope.spawn(move || runner.supervise_jobs());
+                scope.spawn(move || {
+                    // Even should the handler panic, the supervisor must end.
+                    let _close = CloseOnDrop(runner);
+                    runner.run();
+                });
             }
         });
         Ok(())
     }
 }
 
+/// Closes a slot when dropped, ending its supervisor.
+struct CloseOnDrop<'a, 'b>(&'a SlotRunner<'b>);
+
+impl Drop for CloseOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        let mut state = self.0.worker.shared.lock();
+        let slot = &mut state.slots[self.0.slot];
+        slot.closed = true;
+        slot.changed.notify_all();
+    }
+}
+
 struct SlotRunner<'a> {
     worker: &'a Worker,
     slot: usize,
-    conn: Arc<Mutex<Ukue>>,
+    conn: Mutex<Ukue>,
     handler: &'a dyn Handler,
     events: &'a (dyn Fn(Event) + Sync),
 }
@@ -321,39 +388,58 @@ impl SlotRunner<'_> {
 
     fn idle_for(&self, wait: Duration) {
         let guard = self.worker.shared.lock();
-        drop(self.worker.shared.wait_until(guard, Instant::now() + wait, |s| s.stop_requested_at.is_some()));
+        let deadline = Some(Instant::now() + wait);
+        drop(self.worker.shared.wait_until(guard, self.slot, deadline, |s| s.stop_requested_at.is_some()));
     }
 
     fn run_job(&self, job: Claimed) {
         (self.events)(Event::Claimed { id: job.id, attempt: job.attempt });
         // Test-only: a crash with the claim committed and the work not started.
         fault::point(fault::AFTER_CLAIM);
-        {
-            let mut state = self.worker.shared.lock();
-            state.slots[self.slot] = Slot::default();
-        }
-        let control = self.control();
         let started = Instant::now();
-        thread::scope(|scope| {
-            scope.spawn(|| self.supervise(&job, started));
-            let outcome = self.handler.handle(&job, &control);
-            // Test-only: a crash with the work done and not yet recorded.
-            fault::point(fault::AFTER_WORK);
-            self.settle(&job, outcome, started);
-        });
+        let held = Held { id: job.id, token: job.token.clone(), started };
+        self.worker.shared.lock().slots[self.slot].begin(held);
+        let outcome = self.handler.handle(&job, &self.control());
+        // Test-only: a crash with the work done and not yet recorded.
+        fault::point(fault::AFTER_WORK);
+        self.settle(&job, outcome, started);
     }
 
-    /// Renews the lease every third of it, and stops the job on a lost
-    /// lease, a timeout or the end of the grace period.
-    fn supervise(&self, job: &Claimed, started: Instant) {
+    /// The slot's supervisor, for its whole life: one thread that watches
+    /// each job the slot takes in turn, rather than a thread per job.
+    fn supervise_jobs(&self) {
+        let slot = self.slot;
+        let mut seen = 0;
+        loop {
+            let guard = self.worker.shared.lock();
+            let guard = self
+                .worker
+                .shared
+                .wait_until(guard, slot, None, |s| s.slots[slot].closed || s.slots[slot].job != seen);
+            let state = &guard.slots[slot];
+            if state.closed {
+                return;
+            }
+            seen = state.job;
+            let held = state.held.clone().expect("a slot that took a job holds it");
+            drop(guard);
+            self.supervise(seen, &held);
+        }
+    }
+
+    /// Renews job number `job`'s lease every third of it, and stops the job
+    /// on a lost lease, a timeout or the end of the grace period; returns
+    /// once the job is no longer the slot's or its lease is lost.
+    fn supervise(&self, job: u64, held: &Held) {
         let control = self.control();
+        let slot = self.slot;
         let renew_every = Duration::from_millis((self.options().lease / 3).max(1) as u64);
-        let mut next_renew = started + renew_every;
-        let timeout_at = self.options().timeout.map(|t| started + t);
+        let mut next_renew = held.started + renew_every;
+        let timeout_at = self.options().timeout.map(|t| held.started + t);
         loop {
             let guard = self.worker.shared.lock();
             let grace_at = guard.stop_requested_at.map(|at| at + self.worker.options.grace);
-            let stopped = guard.slots[self.slot].stop;
+            let stopped = guard.slots[slot].stop;
             // Once the job is being stopped, only renewals remain to wait for.
             let deadline = match stopped {
                 Some(_) => next_renew,
@@ -361,46 +447,46 @@ impl SlotRunner<'_> {
                     [Some(next_renew), timeout_at, grace_at].into_iter().flatten().min().unwrap_or(next_renew)
                 }
             };
-            let slot = self.slot;
             let requested = guard.stop_requested_at;
-            let guard = self.worker.shared.wait_until(guard, deadline, |s| {
-                s.slots[slot].done || s.stop_requested_at != requested || s.slots[slot].stop != stopped
+            let guard = self.worker.shared.wait_until(guard, slot, Some(deadline), |s| {
+                !s.slots[slot].runs(job) || s.stop_requested_at != requested || s.slots[slot].stop != stopped
             });
-            if guard.slots[slot].done || guard.slots[slot].stop == Some(StopReason::LeaseLost) {
+            let state = &guard.slots[slot];
+            if !state.runs(job) || state.stop == Some(StopReason::LeaseLost) {
                 return;
             }
+            let stopped = state.stop.is_some();
             drop(guard);
             let now = Instant::now();
-            if timeout_at.is_some_and(|t| now >= t) && control.stop_reason().is_none() {
-                (self.events)(Event::Stopping { reason: StopReason::Timeout, id: job.id });
-                control.set_stop(StopReason::Timeout);
-            }
-            if grace_at.is_some_and(|t| now >= t) && control.stop_reason().is_none() {
-                (self.events)(Event::Stopping { reason: StopReason::Shutdown, id: job.id });
-                control.set_stop(StopReason::Shutdown);
+            if timeout_at.is_some_and(|t| now >= t) && !stopped {
+                (self.events)(Event::Stopping { reason: StopReason::Timeout, id: held.id });
+                control.stop_job(job, StopReason::Timeout);
+            } else if grace_at.is_some_and(|t| now >= t) && !stopped {
+                (self.events)(Event::Stopping { reason: StopReason::Shutdown, id: held.id });
+                control.stop_job(job, StopReason::Shutdown);
             }
             if now >= next_renew {
                 let mut file = lock(&self.conn);
                 // The job may have been settled while we waited for the file.
-                if self.worker.shared.lock().slots[self.slot].done {
+                if !self.worker.shared.lock().slots[slot].runs(job) {
                     return;
                 }
-                match file.renew(job.id, &job.token, self.options().lease) {
+                match file.renew(held.id, &held.token, self.options().lease) {
                     Ok(_) => next_renew = now + renew_every,
                     Err(Error::LeaseLost { .. }) => {
-                        (self.events)(Event::LeaseLost { id: job.id });
-                        control.set_stop(StopReason::LeaseLost);
+                        (self.events)(Event::LeaseLost { id: held.id });
+                        control.stop_job(job, StopReason::LeaseLost);
                         return;
                     }
                     Err(e) if e.is_busy() => {
-                        (self.events)(Event::Busy { id: job.id, step: "renew" });
+                        (self.events)(Event::Busy { id: held.id, step: "renew" });
                         // From now, not from before the busy timeout: else
                         // the retry is due at once and takes the connection
                         // straight back from a finish waiting for it.
                         next_renew = Instant::now() + BUSY_RETRY;
                     }
                     Err(e) => {
-                        (self.events)(Event::Error { message: format!("renew job {}: {e}", job.id) });
+                        (self.events)(Event::Error { message: format!("renew job {}: {e}", held.id) });
                         next_renew = now + BUSY_RETRY.max(renew_every / 10);
                     }
                 }
@@ -421,8 +507,9 @@ impl SlotRunner<'_> {
     /// so that no renewal slips in after the last step.
     fn mark_done(&self) {
         let mut state = self.worker.shared.lock();
-        state.slots[self.slot].done = true;
-        self.worker.shared.changed.notify_all();
+        let slot = &mut state.slots[self.slot];
+        slot.done = true;
+        slot.changed.notify_all();
     }
 
     fn settle_step(&self, job: &Claimed, outcome: Outcome, started: Instant) -> Option<Event> {
