@@ -104,9 +104,16 @@ where
 
 #[derive(Debug, Default)]
 struct Slot {
-    /// Wakes this slot's threads (runner, handler, supervisor) and no
-    /// other slot's: a job's end is news to nobody else.
-    changed: Arc<Condvar>,
+    /// Wakes the slot's runner and its handler, and no other slot's.
+    runner: Arc<Condvar>,
+    /// Wakes the slot's supervisor, only when its deadlines change: on a
+    /// stop request, when the slot closes, and on a new job while it
+    /// idles. Not on a job's end: it learns of that at its next deadline,
+    /// which comes before any later job's first one, so jobs that finish
+    /// within a third of the lease never wake it.
+    supervisor: Arc<Condvar>,
+    /// The supervisor waits for a job, with no deadline.
+    supervisor_idle: bool,
     /// Counts the jobs the slot has taken; the supervisor tells by it
     /// whether the job it watches is still the slot's.
     job: u64,
@@ -138,7 +145,9 @@ impl Slot {
         self.stop = None;
         self.done = false;
         self.woken = false;
-        self.changed.notify_all();
+        if self.supervisor_idle {
+            self.supervisor.notify_all();
+        }
     }
 
     /// Whether job number `job` still runs here.
@@ -163,16 +172,15 @@ impl Shared {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Waits on `slot`'s condition variable until `done` says so or
-    /// `deadline` passes; returns the guard.
+    /// Waits on `changed` until `done` says so or `deadline` passes;
+    /// returns the guard.
     fn wait_until<'a>(
         &'a self,
         mut guard: MutexGuard<'a, WorkerState>,
-        slot: usize,
+        changed: &Condvar,
         deadline: Option<Instant>,
         mut done: impl FnMut(&WorkerState) -> bool,
     ) -> MutexGuard<'a, WorkerState> {
-        let changed = guard.slots[slot].changed.clone();
         while !done(&guard) {
             guard = match deadline {
                 None => changed.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner()),
@@ -204,7 +212,8 @@ impl Stopper {
         let mut state = self.0.lock();
         state.stop_requested_at.get_or_insert_with(Instant::now);
         for slot in &state.slots {
-            slot.changed.notify_all();
+            slot.runner.notify_all();
+            slot.supervisor.notify_all();
         }
     }
 
@@ -232,7 +241,8 @@ impl JobControl {
         let guard = self.shared.lock();
         let slot = self.slot;
         let deadline = Some(Instant::now() + timeout);
-        let mut guard = self.shared.wait_until(guard, slot, deadline, |s| s.slots[slot].woken);
+        let changed = guard.slots[slot].runner.clone();
+        let mut guard = self.shared.wait_until(guard, &changed, deadline, |s| s.slots[slot].woken);
         guard.slots[slot].woken = false;
         guard.slots[slot].stop
     }
@@ -243,7 +253,7 @@ impl JobControl {
         let mut state = self.shared.lock();
         let slot = &mut state.slots[self.slot];
         slot.woken = true;
-        slot.changed.notify_all();
+        slot.runner.notify_all();
     }
 
     /// Stops job number `job`, if it still runs and has no stop reason yet.
@@ -253,7 +263,7 @@ impl JobControl {
         if slot.runs(job) && slot.stop.is_none() {
             slot.stop = Some(reason);
             slot.woken = true;
-            slot.changed.notify_all();
+            slot.runner.notify_all();
         }
     }
 }
@@ -326,7 +336,7 @@ impl Drop for CloseOnDrop<'_, '_> {
         let mut state = self.0.worker.shared.lock();
         let slot = &mut state.slots[self.0.slot];
         slot.closed = true;
-        slot.changed.notify_all();
+        slot.supervisor.notify_all();
     }
 }
 
@@ -389,7 +399,8 @@ impl SlotRunner<'_> {
     fn idle_for(&self, wait: Duration) {
         let guard = self.worker.shared.lock();
         let deadline = Some(Instant::now() + wait);
-        drop(self.worker.shared.wait_until(guard, self.slot, deadline, |s| s.stop_requested_at.is_some()));
+        let changed = guard.slots[self.slot].runner.clone();
+        drop(self.worker.shared.wait_until(guard, &changed, deadline, |s| s.stop_requested_at.is_some()));
     }
 
     fn run_job(&self, job: Claimed) {
@@ -409,13 +420,16 @@ impl SlotRunner<'_> {
     /// each job the slot takes in turn, rather than a thread per job.
     fn supervise_jobs(&self) {
         let slot = self.slot;
+        let changed = self.worker.shared.lock().slots[slot].supervisor.clone();
         let mut seen = 0;
         loop {
-            let guard = self.worker.shared.lock();
-            let guard = self
+            let mut guard = self.worker.shared.lock();
+            guard.slots[slot].supervisor_idle = true;
+            let mut guard = self
                 .worker
                 .shared
-                .wait_until(guard, slot, None, |s| s.slots[slot].closed || s.slots[slot].job != seen);
+                .wait_until(guard, &changed, None, |s| s.slots[slot].closed || s.slots[slot].job != seen);
+            guard.slots[slot].supervisor_idle = false;
             let state = &guard.slots[slot];
             if state.closed {
                 return;
@@ -433,6 +447,7 @@ impl SlotRunner<'_> {
     fn supervise(&self, job: u64, held: &Held) {
         let control = self.control();
         let slot = self.slot;
+        let changed = self.worker.shared.lock().slots[slot].supervisor.clone();
         let renew_every = Duration::from_millis((self.options().lease / 3).max(1) as u64);
         let mut next_renew = held.started + renew_every;
         let timeout_at = self.options().timeout.map(|t| held.started + t);
@@ -448,7 +463,7 @@ impl SlotRunner<'_> {
                 }
             };
             let requested = guard.stop_requested_at;
-            let guard = self.worker.shared.wait_until(guard, slot, Some(deadline), |s| {
+            let guard = self.worker.shared.wait_until(guard, &changed, Some(deadline), |s| {
                 !s.slots[slot].runs(job) || s.stop_requested_at != requested || s.slots[slot].stop != stopped
             });
             let state = &guard.slots[slot];
@@ -507,9 +522,9 @@ impl SlotRunner<'_> {
     /// so that no renewal slips in after the last step.
     fn mark_done(&self) {
         let mut state = self.worker.shared.lock();
-        let slot = &mut state.slots[self.slot];
-        slot.done = true;
-        slot.changed.notify_all();
+        // Nobody waits for this: the supervisor finds out at its next
+        // deadline (see `Slot::supervisor`).
+        state.slots[self.slot].done = true;
     }
 
     fn settle_step(&self, job: &Claimed, outcome: Outcome, started: Instant) -> Option<Event> {
