@@ -89,42 +89,90 @@ impl Reporter for Human {
 
     fn end(&mut self, reports: &[CaseReport], elapsed: Duration) {
         self.bar.finish_and_clear();
-        let mut out = std::io::stdout().lock();
-        let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
-        families.dedup();
-        families.sort();
-        families.dedup();
+        let _ = std::io::stdout().lock().write_all(summary(reports, elapsed).as_bytes());
+    }
+}
+
+/// The table by family, the counts, and how to replay what did not pass.
+pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
+    families.dedup();
+    families.sort();
+    families.dedup();
+    let _ = writeln!(
+        out,
+        "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
+        "family", "pass", "fail", "error", "timeout", "skipped"
+    );
+    for family in families {
+        let of = |s: Status| {
+            reports.iter().filter(|r| r.id.starts_with(&format!("{family}/")) && r.status == s).count()
+        };
         let _ = writeln!(
             out,
-            "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
-            "family", "pass", "fail", "error", "timeout", "skipped"
+            "{family:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
+            of(Status::Pass) + of(Status::ExpectedFailure),
+            of(Status::Fail) + of(Status::UnexpectedPass),
+            of(Status::Error),
+            of(Status::Timeout),
+            of(Status::Skipped),
         );
-        for family in families {
-            let of = |s: Status| {
-                reports.iter().filter(|r| r.id.starts_with(&format!("{family}/")) && r.status == s).count()
-            };
-            let _ = writeln!(
-                out,
-                "{family:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
-                of(Status::Pass) + of(Status::ExpectedFailure),
-                of(Status::Fail) + of(Status::UnexpectedPass),
-                of(Status::Error),
-                of(Status::Timeout),
-                of(Status::Skipped),
-            );
+    }
+    let line: Vec<String> =
+        counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
+    let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
+    let bad: Vec<&CaseReport> = reports.iter().filter(|r| r.status.is_bad()).collect();
+    if !bad.is_empty() {
+        let _ = writeln!(out, "\nto replay the cases that did not pass:");
+        for r in bad {
+            let _ = writeln!(out, "  {}", r.replay);
         }
-        let line: Vec<String> =
-            counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
-        let _ =
-            writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
-        let bad: Vec<&CaseReport> = reports.iter().filter(|r| r.status.is_bad()).collect();
-        if !bad.is_empty() {
-            let _ = writeln!(out, "\nto replay the cases that did not pass:");
-            for r in bad {
-                let _ = writeln!(out, "  {}", r.replay);
-            }
+    }
+    let skipped = reports.iter().filter(|r| r.status == Status::Skipped).count();
+    let failed = reports.iter().filter(|r| r.status.is_bad()).count();
+    let passed = reports.len() - skipped - failed;
+    let skipped = if skipped > 0 { format!(", {skipped} skipped") } else { String::new() };
+    let _ = writeln!(out, "\n{passed} passed{skipped}, {failed} failed");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(id: &str, status: Status) -> CaseReport {
+        CaseReport {
+            id: id.into(),
+            rule: "FORMAT.md §5".into(),
+            summary: String::new(),
+            status,
+            duration_ms: 1,
+            expected: None,
+            seen: None,
+            reason: None,
+            seed: 7,
+            work_dir: None,
+            replay: format!("ukue-conformance --cases {id}"),
+            notes: Vec::new(),
         }
-        let passed = reports.iter().filter(|r| !r.status.is_bad()).count();
-        let _ = writeln!(out, "\n{passed} passed, {} failed", reports.len() - passed);
+    }
+
+    #[test]
+    fn the_last_line_counts_skipped_cases_apart() {
+        let reports = [
+            report("steps/a", Status::Pass),
+            report("steps/b", Status::ExpectedFailure),
+            report("crash/a", Status::Skipped),
+            report("crash/b", Status::Fail),
+            report("crash/c", Status::Timeout),
+        ];
+        let text = summary(&reports, Duration::from_secs(1));
+        assert!(text.ends_with("\n2 passed, 1 skipped, 2 failed\n"), "{text}");
+        assert!(text.contains("  ukue-conformance --cases crash/b\n"), "{text}");
+        assert!(!text.contains("--cases crash/a"), "a skipped case is not replayed: {text}");
+        let clean = summary(&reports[..1], Duration::from_secs(1));
+        assert!(clean.ends_with("\n1 passed, 0 failed\n"), "{clean}");
     }
 }
