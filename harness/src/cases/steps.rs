@@ -1046,13 +1046,21 @@ fn dead_after_max_attempts(ctx: &mut Ctx) -> CaseResult {
         vec![(2, 2)],
         format!("job {two} (attempts 1 of 2): the (UKUE_ATTEMPT, UKUE_MAX_ATTEMPTS) of its runs")
     );
-    let r = row_present(&file, two)?;
+    dead_after_failing(&file, &before_two, 2, "after its last attempt exited 3")
+}
+
+/// Job `before.id` is dead after a failed run, with `attempts` counted, its
+/// max_attempts and run_at as `before`, no holder and an error; `how` says
+/// what killed it.
+fn dead_after_failing(file: &Path, before: &Row, attempts: i64, how: &str) -> CaseResult {
+    let id = before.id;
+    let r = row_present(file, id)?;
     ensure_eq!(
         (r.state.as_str(), r.attempts, r.max_attempts),
-        ("dead", 2, 2),
-        format!("job {two} after its last attempt exited 3: (state, attempts, max_attempts)")
+        ("dead", attempts, before.max_attempts),
+        format!("job {id} {how}: (state, attempts, max_attempts)")
     );
-    ensure_eq!(r.run_at, before_two.run_at, format!("job {two} dead: run_at (unchanged)"));
+    ensure_eq!(r.run_at, before.run_at, format!("job {id} dead: run_at (unchanged)"));
     not_running(&r)?;
     has_error(&r)
 }
@@ -1067,15 +1075,8 @@ fn exit_65_dead(ctx: &mut Ctx) -> CaseResult {
     worker.stop(secs(15))?;
     let runs = common::executions(ctx)?;
     ensure_eq!(runs_of(&runs, id).len(), 1, format!("runs of job {id}"));
-    let r = row_present(&file, id)?;
-    ensure_eq!(
-        (r.state.as_str(), r.attempts, r.max_attempts),
-        ("dead", 1, 10),
-        format!("job {id} whose command exited 65 on attempt 1: (state, attempts, max_attempts)")
-    );
-    ensure_eq!(r.run_at, before.run_at, format!("job {id} dead: run_at (unchanged)"));
-    not_running(&r)?;
-    has_error(&r)
+    ensure_eq!(before.max_attempts, 10, format!("job {id} added without --attempts: max_attempts"));
+    dead_after_failing(&file, &before, 1, "whose command exited 65 on attempt 1")
 }
 
 fn timeout(ctx: &mut Ctx) -> CaseResult {

@@ -269,6 +269,34 @@ impl Model {
         self.jobs.get(&id).is_some_and(|j| j.state == JobState::Running && j.holder == Some(label))
     }
 
+    /// A step by the holder of claim `label` (finish, fail, renew,
+    /// release): skipped when that claim took nothing; refused as invalid
+    /// when `invalid`; refused as a lost lease unless the claim, with its
+    /// own token, still holds the job; else what `step` makes of the job.
+    /// The expectation names the job and the token.
+    fn held_step(
+        &self,
+        label: Label,
+        forged: bool,
+        invalid: bool,
+        next: Model,
+        step: impl FnOnce(i64, Model) -> Expect,
+    ) -> Expect {
+        let Some((id, token)) = self.claimed(label) else {
+            return Expect::new(Outcome::Skip, next);
+        };
+        let mut expect = if invalid {
+            Expect::new(Outcome::Error(ErrorKind::Invalid), next)
+        } else if !forged && self.holds(label, id) {
+            step(id, next)
+        } else {
+            Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
+        };
+        expect.id = Some(id);
+        expect.token = token.cloned();
+        expect
+    }
+
     /// Every running job whose lease has run out goes to dead (out of
     /// attempts) or back to ready after the backoff (FORMAT.md §5.4).
     fn reap(&mut self) {
@@ -425,10 +453,7 @@ impl Model {
                 Expect::new(Outcome::Claimed { candidates, empty }, next)
             }
             Op::Finish { claim, keep_done, forged, .. } => {
-                let Some((id, token)) = self.claimed(*claim) else {
-                    return Expect::new(Outcome::Skip, next);
-                };
-                let mut expect = if !forged && self.holds(*claim, id) {
+                self.held_step(*claim, *forged, false, next, |id, mut next| {
                     if *keep_done {
                         let job = next.jobs.get_mut(&id).expect("held");
                         job.state = JobState::Done;
@@ -437,21 +462,11 @@ impl Model {
                         next.jobs.remove(&id);
                     }
                     Expect::new(Outcome::Done, next)
-                } else {
-                    Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
-                };
-                expect.id = Some(id);
-                expect.token = token.cloned();
-                expect
+                })
             }
             Op::Fail { claim, how, forged, .. } => {
-                let Some((id, token)) = self.claimed(*claim) else {
-                    return Expect::new(Outcome::Skip, next);
-                };
-                let mut expect = if matches!(how, FailHow::After(ms) if *ms < 0 || now.checked_add(*ms).is_none())
-                {
-                    Expect::new(Outcome::Error(ErrorKind::Invalid), next)
-                } else if !forged && self.holds(*claim, id) {
+                let invalid = matches!(how, FailHow::After(ms) if *ms < 0 || now.checked_add(*ms).is_none());
+                self.held_step(*claim, *forged, invalid, next, |id, mut next| {
                     let job = next.jobs.get_mut(&id).expect("held");
                     let dead = matches!(how, FailHow::Permanent) || job.attempts >= job.max_attempts;
                     job.last_error = Some(Op::fail_text(*claim));
@@ -467,48 +482,26 @@ impl Model {
                     }
                     let run_at = job.run_at;
                     Expect::new(Outcome::Failed { dead, run_at }, next)
-                } else {
-                    Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
-                };
-                expect.id = Some(id);
-                expect.token = token.cloned();
-                expect
+                })
             }
             Op::Renew { claim, lease_ms, forged, .. } => {
-                let Some((id, token)) = self.claimed(*claim) else {
-                    return Expect::new(Outcome::Skip, next);
-                };
-                let mut expect = if *lease_ms < 1 || now.checked_add(*lease_ms).is_none() {
-                    Expect::new(Outcome::Error(ErrorKind::Invalid), next)
-                } else if !forged && self.holds(*claim, id) {
+                let invalid = *lease_ms < 1 || now.checked_add(*lease_ms).is_none();
+                self.held_step(*claim, *forged, invalid, next, |id, mut next| {
                     let job = next.jobs.get_mut(&id).expect("held");
                     let until = now + lease_ms;
                     job.lease_until = Some(until);
                     job.updated_at = now;
                     Expect::new(Outcome::Renewed { lease_until: until }, next)
-                } else {
-                    Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
-                };
-                expect.id = Some(id);
-                expect.token = token.cloned();
-                expect
+                })
             }
             Op::Release { claim, forged, .. } => {
-                let Some((id, token)) = self.claimed(*claim) else {
-                    return Expect::new(Outcome::Skip, next);
-                };
-                let mut expect = if !forged && self.holds(*claim, id) {
+                self.held_step(*claim, *forged, false, next, |id, mut next| {
                     let job = next.jobs.get_mut(&id).expect("held");
                     job.state = JobState::Ready;
                     job.attempts = (job.attempts - 1).max(0);
                     job.token_cleared(now);
                     Expect::new(Outcome::Done, next)
-                } else {
-                    Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
-                };
-                expect.id = Some(id);
-                expect.token = token.cloned();
-                expect
+                })
             }
             Op::Retry { job, .. } => {
                 let Some(&id) = self.adds.get(job) else {
