@@ -177,6 +177,53 @@ fn the_reference_runs_exactly_the_statements_of_format_md() {
     );
 }
 
+/// add_job.py keeps its statements as module constants named after
+/// FORMAT.md's (`SET_WAL` for `set_wal`), copied by hand since it must stay
+/// one file with nothing but the standard library: each must be the page's
+/// text exactly, so that an edit of FORMAT.md that add_job.py misses fails.
+#[test]
+fn add_job_py_runs_format_md_statements() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python");
+    let dump = "import json, add_job; print(json.dumps({k.lower(): v for k, v in vars(add_job).items() \
+                if k.isupper() and isinstance(v, str)}))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", dump])
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs (CI installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let constants: BTreeMap<String, String> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let spec = Spec::builtin();
+    let mut checked = Vec::new();
+    for (name, sql) in &constants {
+        if let Some(stmt) = Stmt::from_name(name) {
+            assert_eq!(
+                sql,
+                spec.sql(stmt),
+                "add_job.py's {} differs from FORMAT.md's {name}",
+                name.to_uppercase()
+            );
+            checked.push(name.as_str());
+        }
+    }
+    // What add_job.py runs: the connection's settings, the version check,
+    // WAL, and the add in its own transaction.
+    let runs = [
+        "add",
+        "begin_immediate",
+        "commit",
+        "find_tables",
+        "read_journal_mode",
+        "read_version",
+        "rollback",
+        "set_busy_timeout",
+        "set_synchronous",
+        "set_wal",
+    ];
+    assert_eq!(checked, runs, "the FORMAT.md statements that add_job.py holds");
+}
+
 // ---------------------------------------------------------------- (b) schema
 
 fn format_md_blocks() -> Vec<Block> {
