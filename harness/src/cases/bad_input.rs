@@ -246,15 +246,3 @@ fn queue_200_accepted(ctx: &mut Ctx) -> CaseResult {
     );
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rules_exist() {
-        for case in cases() {
-            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
-        }
-    }
-}

@@ -53,13 +53,27 @@ pub fn start_worker(
 ) -> Result<Worker, Failure> {
     let log = probe_log(ctx);
     let probe = ctx.subjects.probe.clone();
+    start_command_worker(ctx, who, file, queue, options, &[path_str(&probe), path_str(&log)])
+}
+
+/// Starts `who work FILE QUEUE OPTIONS -- COMMAND...`, with its stderr in
+/// the case's directory.
+pub fn start_command_worker(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    queue: &str,
+    options: &[&str],
+    command: &[&str],
+) -> Result<Worker, Failure> {
     let n = std::fs::read_dir(&ctx.dir).map(|d| d.count()).unwrap_or(0);
     let stderr_path = ctx.path(&format!("worker-{n}.stderr"));
     let stderr = std::fs::File::create(&stderr_path)?;
     let mut args: Vec<&str> = who.args.iter().map(String::as_str).collect();
     args.extend(["work", path_str(file), queue]);
     args.extend_from_slice(options);
-    args.extend(["--", path_str(&probe), path_str(&log)]);
+    args.push("--");
+    args.extend_from_slice(command);
     let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
     Ok(Worker { process, stderr_path })
 }

@@ -154,15 +154,3 @@ fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
     common::drain(ctx, &subject, &file, "q", &["--poll", "20ms"], Duration::from_secs(30))?;
     common::ran_exactly_once(ctx, &file, added)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rules_exist() {
-        for case in cases() {
-            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
-        }
-    }
-}

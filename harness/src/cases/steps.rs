@@ -5,7 +5,6 @@
 //! subject's output and the probe's records.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
@@ -19,7 +18,7 @@ use crate::probe::now_ms;
 use crate::subject::Subject;
 use crate::{ensure, ensure_eq};
 
-use super::common::{self, read, start_worker, write, Worker};
+use super::common::{self, read, start_command_worker, start_worker, write, Worker};
 
 #[rustfmt::skip]
 pub fn cases() -> Vec<Case> {
@@ -363,28 +362,6 @@ fn probe_worker(ctx: &Ctx, file: &Path, queue: &str, extra: &[&str]) -> Result<W
     let mut options: Vec<&str> = POLL.to_vec();
     options.extend_from_slice(extra);
     start_worker(ctx, &who, file, queue, &options)
-}
-
-/// Starts `who work FILE QUEUE OPTIONS -- COMMAND...` (any command, not the
-/// probe), with its stderr in the case's directory.
-fn start_command_worker(
-    ctx: &Ctx,
-    who: &Subject,
-    file: &Path,
-    queue: &str,
-    options: &[&str],
-    command: &[&str],
-) -> Result<Worker, Failure> {
-    let n = std::fs::read_dir(&ctx.dir).map(|d| d.count()).unwrap_or(0);
-    let stderr_path = ctx.path(&format!("worker-{n}.stderr"));
-    let stderr = std::fs::File::create(&stderr_path)?;
-    let mut args: Vec<&str> = who.args.iter().map(String::as_str).collect();
-    args.extend(["work", path_str(file), queue]);
-    args.extend_from_slice(options);
-    args.push("--");
-    args.extend_from_slice(command);
-    let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
-    Ok(Worker { process, stderr_path })
 }
 
 /// Runs `who args`, which must fail (exit non-zero, not crash).

@@ -24,7 +24,14 @@ pub enum Excuse {
 pub fn excuse(earlier: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Excuse> {
     if killed_workers.contains(&earlier.worker_pid) {
         Some(Excuse::WorkerKilled)
-    } else if earlier.end_ms.is_none() {
+    } else {
+        own_excuse(earlier)
+    }
+}
+
+/// The excuse that `earlier` gives by itself, whatever became of its worker.
+fn own_excuse(earlier: &Execution) -> Option<Excuse> {
+    if earlier.end_ms.is_none() {
         Some(Excuse::Killed)
     } else if earlier.held_at_end == Some(false) {
         Some(Excuse::LeaseLapsed)
@@ -347,15 +354,7 @@ pub fn reruns(history: &History) -> Vec<Rerun> {
     for (job, runs) in ByJob::of(history).jobs() {
         for pair in runs.windows(2) {
             let earlier = pair[0];
-            let excuse = if earlier.end_ms.is_none() {
-                Some(Excuse::Killed)
-            } else if earlier.held_at_end == Some(false) {
-                Some(Excuse::LeaseLapsed)
-            } else if earlier.exit != Some(0) {
-                Some(Excuse::Failed)
-            } else {
-                excuse(earlier, &history.killed_workers)
-            };
+            let excuse = own_excuse(earlier).or_else(|| excuse(earlier, &history.killed_workers));
             reruns.push(Rerun { job, attempt: pair[1].attempt, after: earlier.attempt, excuse });
         }
     }
