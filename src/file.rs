@@ -140,6 +140,7 @@ impl Ukue {
         within_range(now, lease)?;
         let token = token::new()?;
         self.write(|conn, spec| {
+            conn.prepare_cached(spec.sql(Stmt::ExpireUnleased))?.execute(named_params! {":now": now})?;
             conn.prepare_cached(spec.sql(Stmt::ReapDead))?.execute(named_params! {":now": now})?;
             conn.prepare_cached(spec.sql(Stmt::ReapReady))?.execute(named_params! {":now": now})?;
             let next: Option<Millis> = conn

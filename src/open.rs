@@ -108,9 +108,9 @@ impl OpenOptions {
             }
         }
         // The checks have passed: only now may anything be written.
-        checker.ensure_wal()?;
         checker.add_tables(&self.created_by, self.clock.now_ms())?;
-        Ok(Ukue::new(conn, path, self.clock, self.spec, busy_ms))
+        let spec = checker.spec_for_indexes()?;
+        Ok(Ukue::new(conn, path, self.clock, spec, busy_ms))
     }
 }
 
@@ -122,7 +122,7 @@ enum Tables {
 
 struct Checker<'a> {
     conn: &'a Connection,
-    spec: &'a Spec,
+    spec: &'a Arc<Spec>,
     path: &'a Path,
 }
 
@@ -201,11 +201,13 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// FORMAT.md §3.3; does nothing when the tables are there.
+    /// FORMAT.md §3.3; does nothing when the tables are there, and then
+    /// leaves the journal mode as it is (§1.2).
     fn add_tables(&mut self, created_by: &str, now: i64) -> Result<()> {
         if matches!(self.tables()?, Tables::Both) {
             return Ok(());
         }
+        self.ensure_wal()?;
         self.run(Stmt::BeginImmediate)?;
         let result = self.add_tables_in_transaction(created_by, now);
         match result {
@@ -246,6 +248,24 @@ impl Checker<'_> {
             insert.execute(rusqlite::named_params! {":key": key, ":value": value})?;
         }
         Ok(())
+    }
+}
+
+impl Checker<'_> {
+    /// The statements to run on this file: those of the page, without the
+    /// `INDEXED BY` of an index the file lacks (FORMAT.md §5.4).
+    fn spec_for_indexes(&mut self) -> Result<Arc<Spec>> {
+        let mut spec: Option<Spec> = None;
+        for index in self.spec.named_indexes() {
+            let present: bool = self
+                .conn
+                .prepare_cached(self.spec.sql(Stmt::FindIndex))?
+                .query_row(rusqlite::named_params! {":name": index}, |r| r.get(0))?;
+            if !present {
+                spec = Some(spec.as_ref().unwrap_or(self.spec).without_index(&index));
+            }
+        }
+        Ok(spec.map(Arc::new).unwrap_or_else(|| self.spec.clone()))
     }
 }
 

@@ -128,15 +128,46 @@ fn exercise_every_step(path: &std::path::Path) {
     drop(file);
     drop(peek);
 
-    // Opening an existing file that was switched out of WAL mode:
-    // read_version, read_journal_mode and set_wal.
+    // Opening an existing file that was switched out of WAL mode leaves
+    // the mode alone (FORMAT.md §1.2, §4.2).
     let plain = Connection::open(path).expect("untraced connection");
     assert_eq!(query_string(&plain, "PRAGMA journal_mode = DELETE"), "delete");
     drop(plain);
     let file =
         Ukue::options().access(Access::Existing).clock(clock.clone()).attach(traced(path)).expect("open");
-    assert_eq!(query_string(&Connection::open(path).expect("untraced"), "PRAGMA journal_mode"), "wal");
+    assert_eq!(query_string(&Connection::open(path).expect("untraced"), "PRAGMA journal_mode"), "delete");
     assert_eq!(file.get(a).expect("get").map(|j| j.state), Some(State::Ready));
+}
+
+/// Other programs need not create the indexes (FORMAT.md §3.2): on a file
+/// without them the reference runs its statements without `INDEXED BY`,
+/// and every step still works.
+#[test]
+fn a_file_without_the_indexes_is_worked() {
+    let tmp = TempPath::new("no-index.ukue");
+    drop(Ukue::create(&tmp.path).expect("create"));
+    let plain = Connection::open(&tmp.path).expect("plain connection");
+    for index in ["ukue_jobs_due", "ukue_jobs_next", "ukue_jobs_leases", "ukue_jobs_state"] {
+        plain.execute_batch(&format!("DROP INDEX {index}")).expect("drop index");
+    }
+    drop(plain);
+    let clock = ManualClock::new(T0);
+    let mut file =
+        Ukue::options().access(Access::Existing).clock(clock.clone()).open(&tmp.path).expect("open");
+    let low = file.add(&NewJob::new("q", b"low".to_vec())).expect("add");
+    let high = file.add(&NewJob::new("q", b"high".to_vec()).priority(5).max_attempts(1)).expect("add");
+    let claimed = file.claim("q", 100).expect("claim").expect("a job");
+    assert_eq!(claimed.id, high, "the highest priority first");
+    clock.set(T0 + 100);
+    let next = file.claim("q", 100).expect("claim after the lease ran out").expect("a job");
+    assert_eq!(next.id, low);
+    assert_eq!(
+        file.get(high).expect("get").map(|j| j.state),
+        Some(State::Dead),
+        "reaped on its last attempt"
+    );
+    file.finish(low, &next.token, false).expect("finish");
+    assert_eq!(file.stats().expect("stats").len(), 1);
 }
 
 #[test]
@@ -327,11 +358,11 @@ fn golden_schema(conn: &Connection) {
             col("attempts", "INTEGER", 1, Some("0"), 0),
             col("max_attempts", "INTEGER", 1, Some("10"), 0),
             col("run_at", "INTEGER", 1, Some(NOW_MS), 0),
-            col("created_at", "INTEGER", 1, Some(NOW_MS), 0),
-            col("updated_at", "INTEGER", 1, Some(NOW_MS), 0),
             col("lease_until", "INTEGER", 0, None, 0),
             col("token", "TEXT", 0, None, 0),
             col("last_error", "TEXT", 0, None, 0),
+            col("created_at", "INTEGER", 1, Some(NOW_MS), 0),
+            col("updated_at", "INTEGER", 1, Some(NOW_MS), 0),
         ]
     );
     // WITHOUT ROWID makes the primary key NOT NULL
@@ -359,7 +390,7 @@ fn golden_schema(conn: &Connection) {
         .expect("index_xinfo")
     };
     let k = |cols: &[(&str, i64)]| cols.iter().map(|(n, d)| (n.to_string(), *d)).collect::<Vec<_>>();
-    assert_eq!(keys("ukue_jobs_due"), k(&[("queue", 0), ("priority", 1), ("run_at", 0), ("id", 0)]));
+    assert_eq!(keys("ukue_jobs_due"), k(&[("queue", 0), ("priority", 0), ("run_at", 0), ("id", 0)]));
     assert_eq!(keys("ukue_jobs_next"), k(&[("queue", 0), ("run_at", 0)]));
     assert_eq!(keys("ukue_jobs_leases"), k(&[("lease_until", 0)]));
     assert_eq!(keys("ukue_jobs_state"), k(&[("state", 0), ("queue", 0), ("id", 0)]));

@@ -179,9 +179,9 @@ fn schema(spec: &Arc<Spec>) -> Check {
         "id INTEGER 0 - 1; queue TEXT 1 - 0; payload BLOB 1 - 0; state TEXT 1 'ready' 0; \
          priority INTEGER 1 0 0; attempts INTEGER 1 0 0; max_attempts INTEGER 1 10 0; \
          run_at INTEGER 1 CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) 0; \
+         lease_until INTEGER 0 - 0; token TEXT 0 - 0; last_error TEXT 0 - 0; \
          created_at INTEGER 1 CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) 0; \
-         updated_at INTEGER 1 CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) 0; \
-         lease_until INTEGER 0 - 0; token TEXT 0 - 0; last_error TEXT 0 - 0",
+         updated_at INTEGER 1 CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) 0",
         "ukue_jobs columns"
     );
     ensure_eq!(
@@ -199,7 +199,7 @@ fn schema(spec: &Arc<Spec>) -> Check {
                  FROM (SELECT * FROM pragma_index_xinfo(i.name) WHERE key ORDER BY seqno) AS x) || ')', '; ')
              FROM (SELECT * FROM pragma_index_list('ukue_jobs') ORDER BY name) AS i"
         )?,
-        "ukue_jobs_due partial=1 (queue, priority DESC, run_at, id); \
+        "ukue_jobs_due partial=1 (queue, priority, run_at, id); \
          ukue_jobs_leases partial=1 (lease_until); \
          ukue_jobs_next partial=1 (queue, run_at); \
          ukue_jobs_state partial=0 (state, queue, id)",
@@ -958,7 +958,7 @@ fn mutations_of_the_schema_and_connection_are_caught() {
         m(Stmt::CreateMeta, "WITHOUT ROWID", ""),
         m(Stmt::CreateIndexNext, drop_next, "SELECT 1"),
         m(Stmt::CreateIndexNext, "ukue_jobs_next", "ukue_jobs_upcoming"),
-        m(Stmt::CreateIndexDue, "priority DESC", "priority"),
+        m(Stmt::CreateIndexDue, "priority, run_at", "priority DESC, run_at"),
         m(Stmt::CreateIndexLeases, " WHERE state = 'running'", ""),
         m(Stmt::CreateIndexState, "(state, queue, id)", "(state, id)"),
         m(Stmt::SetApplicationId, "1969976677", "1969976678"),

@@ -125,7 +125,7 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
     }
     // Validate before the file is created, so bad input writes nothing.
     job.validate()?;
-    let mut file = files.open_with(&args.file, Access::Create)?;
+    let mut file = files.open_with(&args.file, Access::AddTables)?;
     let id = file.add(&job)?;
     writeln!(out, "{id}")?;
     Ok(())

@@ -84,6 +84,29 @@ impl Spec {
         self.sql.iter().map(|(s, q)| (*s, q.as_str()))
     }
 
+    /// A copy whose statements do not name `index` (`INDEXED BY index`),
+    /// for a file that lacks it: other programs need not create the
+    /// indexes (FORMAT.md §3.2), and SQLite refuses a statement that names
+    /// an index the file does not have.
+    pub fn without_index(&self, index: &str) -> Spec {
+        let hint = format!(" INDEXED BY {index}");
+        let mut copy = self.clone();
+        for sql in copy.sql.values_mut() {
+            *sql = sql.replace(&hint, "");
+        }
+        copy
+    }
+
+    /// The indexes that some statement names with `INDEXED BY`.
+    pub fn named_indexes(&self) -> std::collections::BTreeSet<String> {
+        self.sql
+            .values()
+            .flat_map(|sql| sql.split(" INDEXED BY ").skip(1))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// A copy with one statement's text replaced (for mutation tests).
     pub fn with(&self, stmt: Stmt, text: impl Into<String>) -> Spec {
         let mut copy = self.clone();
