@@ -253,7 +253,7 @@ pub fn expect_success(who: &Subject, args: &[&str], out: &Output) -> Result<(), 
 }
 
 fn parse_id(who: &Subject, text: &str) -> Result<i64, Failure> {
-    text.trim().parse::<i64>().map_err(|_| {
+    crate::strace::printed_id(text).ok_or_else(|| {
         Failure::error(
             format!("{} add to print the new id alone on a line", who.name),
             format!("{:?}", clip(text)),

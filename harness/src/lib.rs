@@ -21,5 +21,6 @@ pub mod process;
 pub mod report;
 pub mod rules;
 pub mod runner;
+pub mod strace;
 pub mod subject;
 pub mod syscalls;

@@ -17,23 +17,11 @@ use std::fmt;
 use rand::seq::index;
 use rand::Rng;
 
-use crate::syscalls;
+use crate::strace::{self, annotation, join, leading_int, quoted, Call, Lines, Stdout};
 
 /// A write of at most one sector is atomic; a longer one may tear at a
 /// multiple of it (SQLite's "powersafe overwrite" assumption).
 pub const SECTOR: u64 = 512;
-
-/// The system calls to trace (`strace -e trace=…`); `?` marks ones an
-/// architecture may not have.
-pub const TRACED: &str = "trace=openat,?open,?creat,write,pwrite64,writev,pwritev,?pwritev2,lseek,\
-fsync,fdatasync,?sync,?syncfs,ftruncate,?truncate,unlink,unlinkat,?rename,?renameat,?renameat2,execve,\
-?fork,?vfork,?clone,?clone3";
-
-/// `strace` options before `-o TRACE -- COMMAND`: follow children, show
-/// paths, print every byte of every write in hex.
-pub fn strace_options() -> Vec<&'static str> {
-    vec!["-f", "-y", "-qq", "-xx", "-s", "1048576", "-e", TRACED]
-}
 
 /// The files of one ukue file that recovery reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,32 +113,38 @@ impl Recording {
     }
 }
 
-/// Reads an `strace -f -y -xx` log (made with [`strace_options`]): the
+/// Reads an strace log (made with [`strace::Invocation::record`]): the
 /// changes to `db` (an absolute, resolved path), its `-wal` and its
-/// `-journal`; their syncs; numbers printed on stdout; and lines appended
-/// to `log`. `base` is what the files held when the trace began.
-pub fn record(trace: &str, db: &str, log: Option<&str>, base: &Images) -> Recording {
+/// `-journal`; their syncs; ids acknowledged on `stdout` (the stream the
+/// harness reads, as `-y` names it); and lines appended to `log`. `base`
+/// is what the files held when the trace began.
+pub fn record(trace: &str, db: &str, stdout: &str, log: Option<&str>, base: &Images) -> Recording {
     let mut r = Recorder {
         db: db.to_string(),
         log: log.map(str::to_string),
         sizes: FileKind::ALL.iter().map(|k| (*k, base.get(k).map(|b| b.len() as u64))).collect(),
-        ..Recorder::default()
+        stdout: Stdout::new(stdout),
+        fds: HashMap::new(),
+        logged: Lines::default(),
+        programs: HashMap::new(),
+        steps: Vec::new(),
+        problems: Vec::new(),
     };
-    for (line, pid, text) in syscalls::completed(trace) {
-        r.call(line, pid, &text);
+    for call in strace::calls(trace) {
+        r.call(&call);
     }
     Recording { steps: r.steps, problems: r.problems }
 }
 
-#[derive(Default)]
 struct Recorder {
     db: String,
     log: Option<String>,
     /// (pid, fd) → where a plain write goes.
     fds: HashMap<(u32, i64), Fd>,
     sizes: HashMap<FileKind, Option<u64>>,
-    /// Bytes written to stdout or the log that do not end a line yet.
-    partial: HashMap<(u32, bool), Vec<u8>>,
+    stdout: Stdout,
+    /// The log's records, per process: each probe appends its own.
+    logged: Lines<u32>,
     programs: HashMap<u32, String>,
     steps: Vec<Step>,
     problems: Vec<String>,
@@ -186,18 +180,15 @@ impl Recorder {
         self.push(line, pid, Event::Op { file, op });
     }
 
-    fn call(&mut self, line: usize, pid: u32, text: &str) {
-        let Some((name, args, result)) = split_call(text) else { return };
-        let Some(ret) = leading_int(result) else { return };
-        if ret < 0 {
-            return; // failed: it changed nothing
-        }
-        let args = split_args(args);
-        let arg = |i: usize| args.get(i).copied().unwrap_or("");
+    fn call(&mut self, call: &Call) {
+        let (line, pid) = (call.line, call.pid);
+        // A failed call changed nothing.
+        let Some(ret) = call.returned() else { return };
+        let arg = |i: usize| call.arg(i);
+        let name = call.name.as_str();
         match name {
             "execve" => {
-                if let Some((program, _)) = quoted(arg(0)) {
-                    let program = String::from_utf8_lossy(&program).into_owned();
+                if let Some(program) = call.executed() {
                     let short = program.rsplit('/').next().unwrap_or(&program).to_string();
                     self.programs.insert(pid, short);
                 }
@@ -214,8 +205,8 @@ impl Recorder {
                     "open" => (arg(0), arg(1)),
                     _ => (arg(0), "O_CREAT|O_WRONLY|O_TRUNC"),
                 };
-                let path = match annotation(result) {
-                    Some(p) => p,
+                let path = match call.returned_path() {
+                    Some(p) => p.to_string(),
                     None => {
                         let Some((p, _)) = quoted(path_arg) else { return };
                         let p = String::from_utf8_lossy(&p).into_owned();
@@ -236,58 +227,56 @@ impl Recorder {
                 }
             }
             "write" | "writev" | "pwrite64" | "pwritev" | "pwritev2" => {
-                let Some((fd, path)) = fd_arg(arg(0)) else { return };
-                let data =
-                    if name.ends_with('v') || name.ends_with("v2") { iovecs(arg(1)) } else { quoted(arg(1)) };
-                let Some((mut data, cut)) = data else { return };
-                let written = ret as usize;
-                if data.len() < written {
-                    if self.kind(&path).is_some() || fd == 1 {
+                let Some(written) = call.written() else { return };
+                let (fd, path) = (written.fd, written.path.clone());
+                if !written.whole() {
+                    if self.kind(&path).is_some() || self.stdout.takes(&written) {
                         self.problems.push(format!(
-                            "line {line}: strace showed {} of the {written} bytes written{}",
-                            data.len(),
-                            if cut { " (cut short)" } else { "" }
+                            "line {line}: strace showed {} of the {} bytes written{}",
+                            written.data.len(),
+                            written.count,
+                            if written.cut { " (cut short)" } else { "" }
                         ));
                     }
                     return;
                 }
-                data.truncate(written);
-                let positional = name.starts_with('p');
-                if fd == 1 && !positional && path != "/dev/null" {
-                    self.text(line, pid, false, &data);
+                if self.stdout.takes(&written) {
+                    for id in self.stdout.write(&written) {
+                        self.push(line, pid, Event::Printed { id });
+                    }
                     return;
                 }
                 if self.log.as_deref() == Some(path.as_str()) {
-                    self.text(line, pid, true, &data);
+                    for text in self.logged.feed(pid, &written.data) {
+                        self.push(line, pid, Event::Logged { text });
+                    }
                     return;
                 }
                 let Some(kind) = self.kind(&path) else { return };
-                let offset = if positional {
-                    let Some(offset) = leading_int(arg(3)) else { return };
-                    offset as u64
-                } else {
-                    let size = self.sizes.get(&kind).copied().flatten().unwrap_or(0);
-                    let Some(state) = self.fd(pid, fd, &path) else {
-                        self.problems.push(format!("line {line}: a write to {path} at an unknown offset"));
-                        return;
-                    };
-                    let at = if state.append { size } else { state.offset };
-                    state.offset = at + written as u64;
-                    at
+                let offset = match written.offset {
+                    Some(offset) => offset,
+                    None => {
+                        let size = self.sizes.get(&kind).copied().flatten().unwrap_or(0);
+                        let Some(state) = self.fd(pid, fd, &path) else {
+                            self.problems
+                                .push(format!("line {line}: a write to {path} at an unknown offset"));
+                            return;
+                        };
+                        let at = if state.append { size } else { state.offset };
+                        state.offset = at + written.count as u64;
+                        at
+                    }
                 };
-                self.op(line, pid, kind, Op::Write { offset, data });
+                let synced = written.synced;
+                self.op(line, pid, kind, Op::Write { offset, data: written.data });
                 // A write through O_SYNC/O_DSYNC (or with RWF_SYNC/RWF_DSYNC)
                 // is synced when it returns; taken as a sync of the file.
-                let flags = if name == "pwritev2" { arg(4) } else { "" };
-                if flags.contains("RWF_SYNC")
-                    || flags.contains("RWF_DSYNC")
-                    || self.fd(pid, fd, &path).is_some_and(|f| f.sync)
-                {
+                if synced || self.fd(pid, fd, &path).is_some_and(|f| f.sync) {
                     self.push(line, pid, Event::Sync { file: Some(kind) });
                 }
             }
             "lseek" => {
-                if let Some((fd, path)) = fd_arg(arg(0)) {
+                if let Some((fd, path)) = call.fd(0) {
                     if let Some(state) = self.fd(pid, fd, &path) {
                         state.offset = ret as u64;
                     }
@@ -295,7 +284,7 @@ impl Recorder {
             }
             "ftruncate" | "truncate" => {
                 let path = if name == "ftruncate" {
-                    fd_arg(arg(0)).map(|(_, p)| p)
+                    call.fd(0).map(|(_, p)| p)
                 } else {
                     quoted(arg(0)).map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
                 };
@@ -305,7 +294,7 @@ impl Recorder {
                 }
             }
             "fsync" | "fdatasync" => {
-                if let Some(kind) = fd_arg(arg(0)).and_then(|(_, p)| self.kind(&p)) {
+                if let Some(kind) = call.synced().and_then(|p| self.kind(&p)) {
                     self.push(line, pid, Event::Sync { file: Some(kind) });
                 }
             }
@@ -348,193 +337,6 @@ impl Recorder {
         }
         self.fds.get_mut(&(pid, fd))
     }
-
-    /// Stdout (`log` false) or the log: complete lines become events.
-    fn text(&mut self, line: usize, pid: u32, log: bool, data: &[u8]) {
-        let buf = self.partial.entry((pid, log)).or_default();
-        buf.extend_from_slice(data);
-        let mut lines = Vec::new();
-        while let Some(end) = buf.iter().position(|b| *b == b'\n') {
-            let text: Vec<u8> = buf.drain(..=end).collect();
-            lines.push(String::from_utf8_lossy(&text[..end]).into_owned());
-        }
-        for text in lines {
-            if log {
-                self.push(line, pid, Event::Logged { text });
-            } else if let Some(id) = acknowledged_id(&text) {
-                self.push(line, pid, Event::Printed { id });
-            }
-        }
-    }
-}
-
-/// The id a line of stdout acknowledges: a number alone (`ukue add`,
-/// add_job.py), or a step driver's answer to an add, `{"ok": true, "id": N}`.
-pub fn acknowledged_id(text: &str) -> Option<i64> {
-    if let Ok(id) = text.trim().parse::<i64>() {
-        return Some(id);
-    }
-    let answer: serde_json::Value = serde_json::from_str(text).ok()?;
-    let object = answer.as_object()?;
-    if object.get("ok") != Some(&serde_json::Value::Bool(true)) || object.contains_key("job") {
-        return None;
-    }
-    object.get("id")?.as_i64()
-}
-
-/// `name(args) = result`, split.
-fn split_call(text: &str) -> Option<(&str, &str, &str)> {
-    let open = text.find('(')?;
-    let name = &text[..open];
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return None;
-    }
-    let close = open + 1 + top_level(&text[open + 1..], |b| b == b')')?;
-    let result = text[close + 1..].trim_start().strip_prefix('=')?.trim();
-    Some((name, &text[open + 1..close], result))
-}
-
-/// The index of the first byte outside quotes and brackets that `stop` takes.
-fn top_level(text: &str, stop: impl Fn(u8) -> bool) -> Option<usize> {
-    let (mut depth, mut quoted, mut escaped) = (0i32, false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if quoted {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => quoted = false,
-                _ => {}
-            }
-            continue;
-        }
-        if depth == 0 && stop(b) {
-            return Some(i);
-        }
-        match b {
-            b'"' => quoted = true,
-            b'[' | b'{' | b'(' | b'<' => depth += 1,
-            b']' | b'}' | b')' | b'>' => depth -= 1,
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The arguments of a call, split at the commas between them.
-fn split_args(mut args: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    while let Some(comma) = top_level(args, |b| b == b',') {
-        out.push(args[..comma].trim());
-        args = &args[comma + 1..];
-    }
-    if !args.trim().is_empty() {
-        out.push(args.trim());
-    }
-    out
-}
-
-fn leading_int(text: &str) -> Option<i64> {
-    let text = text.trim_start();
-    let end =
-        text.char_indices().find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && *c == '-'))).map(|(i, _)| i);
-    text[..end.unwrap_or(text.len())].parse().ok()
-}
-
-/// The path strace -y shows in `<…>` after a descriptor (decoded; a
-/// deleted file's path ends with ` (deleted)`).
-fn annotation(text: &str) -> Option<String> {
-    let open = text.find('<')?;
-    let close = text.rfind('>')?;
-    (close > open).then(|| String::from_utf8_lossy(&unescape(&text[open + 1..close])).into_owned())
-}
-
-/// `3<path>` → (3, path).
-fn fd_arg(text: &str) -> Option<(i64, String)> {
-    Some((leading_int(text)?, annotation(text)?))
-}
-
-fn join(dir: Option<&str>, path: &str) -> String {
-    match dir {
-        Some(dir) if !path.starts_with('/') => format!("{}/{path}", dir.trim_end_matches('/')),
-        _ => path.to_string(),
-    }
-}
-
-/// A quoted string's bytes, and whether strace cut it short (`"…"...`).
-fn quoted(text: &str) -> Option<(Vec<u8>, bool)> {
-    let body = text.trim_start().strip_prefix('"')?;
-    let end = closing_quote(body)?;
-    Some((unescape(&body[..end]), body[end + 1..].starts_with("...")))
-}
-
-fn closing_quote(body: &str) -> Option<usize> {
-    let mut escaped = false;
-    for (i, b) in body.bytes().enumerate() {
-        match (escaped, b) {
-            (true, _) => escaped = false,
-            (false, b'\\') => escaped = true,
-            (false, b'"') => return Some(i),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The bytes of `[{iov_base="…", iov_len=N}, …]`, and whether any was cut short.
-fn iovecs(text: &str) -> Option<(Vec<u8>, bool)> {
-    let mut data = Vec::new();
-    let mut cut = false;
-    let mut rest = text;
-    while let Some(at) = rest.find("iov_base=") {
-        rest = &rest[at + "iov_base=".len()..];
-        let (bytes, short) = quoted(rest)?;
-        data.extend(bytes);
-        cut |= short;
-    }
-    Some((data, cut))
-}
-
-/// strace's escapes (`\xHH`, `\n`, octal, …) to bytes.
-fn unescape(text: &str) -> Vec<u8> {
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len() / 4 + 1);
-    let mut i = 0;
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    while i < b.len() {
-        if b[i] != b'\\' || i + 1 >= b.len() {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        let c = b[i + 1];
-        i += 2;
-        match c {
-            b'x' => match (b.get(i).and_then(|c| hex(*c)), b.get(i + 1).and_then(|c| hex(*c))) {
-                (Some(high), Some(low)) => {
-                    out.push(high << 4 | low);
-                    i += 2;
-                }
-                _ => out.push(b'x'),
-            },
-            b'n' => out.push(b'\n'),
-            b't' => out.push(b'\t'),
-            b'r' => out.push(b'\r'),
-            b'v' => out.push(0x0b),
-            b'f' => out.push(0x0c),
-            b'0'..=b'7' => {
-                let mut value = u32::from(c - b'0');
-                let mut n = 1;
-                while n < 3 && i < b.len() && (b'0'..=b'7').contains(&b[i]) {
-                    value = value * 8 + u32::from(b[i] - b'0');
-                    i += 1;
-                    n += 1;
-                }
-                out.push(value as u8);
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 // ---- Crash states ----
@@ -830,6 +632,7 @@ mod tests {
 
     const DB: &str = "/t/jobs.ukue";
     const WAL: &str = "/t/jobs.ukue-wal";
+    const STDOUT: &str = "pipe:[9]";
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("\\x{b:02x}")).collect()
@@ -857,7 +660,7 @@ mod tests {
         let text = format!("{id}\n");
         format!(
             "{pid} write({}, \"{}\", {}) = {}",
-            fd(1, "pipe:[9]"),
+            fd(1, STDOUT),
             hex(text.as_bytes()),
             text.len(),
             text.len()
@@ -921,7 +724,7 @@ mod tests {
             ),
             format!("7 pwrite64({}, \"{}\", 1, 0) = 1", fd(6, "/t/jobs.ukue-journal"), hex(b"j")),
         ]);
-        let recording = record(&t, DB, None, &Images::new());
+        let recording = record(&t, DB, STDOUT, None, &Images::new());
         assert_eq!(recording.problems, Vec::<String>::new());
         assert_eq!(
             ops(&recording),
@@ -952,7 +755,7 @@ mod tests {
             format!("9 write({}, \"{}\", 1) = 1", fd(3, "/t/probe.log"), hex(b"\n")),
             format!("9 pwrite64({}, \"{}\"..., 4096, 0) = 4096", fd(4, WAL), hex(b"only a part")),
         ]);
-        let recording = record(&t, DB, Some("/t/probe.log"), &Images::new());
+        let recording = record(&t, DB, STDOUT, Some("/t/probe.log"), &Images::new());
         let logged: Vec<&Event> = recording.steps.iter().map(|s| &s.event).collect();
         assert_eq!(logged, vec![&Event::Logged { text: "{\"a\":1}".into() }]);
         assert_eq!(recording.problems.len(), 1, "{:?}", recording.problems);
@@ -983,7 +786,7 @@ mod tests {
             pwrite(7, DB, &[4; 1024], 0),                         // 7
             format!("7 unlink(\"{}\") = 0", hex(WAL.as_bytes())), // 8
         ]);
-        record(&t, DB, None, &Images::new()).steps
+        record(&t, DB, STDOUT, None, &Images::new()).steps
     }
 
     #[test]

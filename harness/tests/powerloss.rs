@@ -21,24 +21,33 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 #[test]
 fn heavy_powerloss_checks_hundreds_of_crash_states_of_the_reference() {
-    let Some(strace) = on_path("strace") else {
-        eprintln!("no strace on PATH: skipped");
+    if !have("strace") {
         return;
-    };
+    }
+    let strace = on_path("strace").expect("found by have()");
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("add_job.py");
     std::fs::write(&script, embedded::ADD_JOB_PY).unwrap();
+    // The step driver imports ukue_steps.py from beside it, as the runner lays them out.
+    let driver = dir.path().join("ukue_driver.py");
+    std::fs::write(&driver, embedded::UKUE_DRIVER_PY).unwrap();
+    std::fs::write(dir.path().join("ukue_steps.py"), embedded::UKUE_STEPS_PY).unwrap();
+    let python = on_path("python3");
     let subjects = Arc::new(Subjects {
         subject: Subject::binary(reference()),
         reference: Subject::binary(reference()),
-        python: on_path("python3").map(|program| Subject {
+        python: python.clone().map(|program| Subject {
             name: "add_job.py".into(),
             program,
             args: vec![script.display().to_string()],
         }),
         probe: conformance().with_file_name("ukue-probe"),
         strace: Some(strace),
-        python_driver: None,
+        python_driver: python.map(|program| Subject {
+            name: "ukue_driver.py".into(),
+            program,
+            args: vec![driver.display().to_string()],
+        }),
     });
     let wanted = std::env::var("UKUE_POWERLOSS_CASES").unwrap_or_else(|_| "powerloss/subject-adds".into());
     let chosen: Vec<_> = cases::all().into_iter().filter(|c| c.id.starts_with(&wanted)).collect();

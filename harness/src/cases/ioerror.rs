@@ -17,17 +17,15 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::ctx::{clip, path_str, Ctx};
+use crate::strace::{self, Invocation, SYNCS, WRITES};
 use crate::subject::Subject;
 
 use super::common;
 
 /// The most N a case tries (SQLite's add makes about 22 writes).
 const MAX_N: usize = 30;
-
-const WRITES: &str = "pwrite64,pwritev,write,writev";
-const SYNCS: &str = "fsync,fdatasync";
 
 pub fn cases() -> Vec<Case> {
     let strace = Needs { strace: true, ..Needs::default() };
@@ -37,6 +35,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "add with ENOSPC at its N-th write (once, and from then on) prints an id or fails cleanly; nothing acknowledged is lost, the file stays sound",
             needs: strace,
+            level: Level::Must,
             run: add_disk_full,
         },
         Case {
@@ -44,6 +43,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "add with EIO at its N-th write (once, and from then on) prints an id or fails cleanly; nothing acknowledged is lost, the file stays sound",
             needs: strace,
+            level: Level::Must,
             run: add_write_eio,
         },
         Case {
@@ -51,6 +51,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "add with EIO at its N-th fsync (once, and from then on) prints an id or fails cleanly; nothing acknowledged is lost, the file stays sound",
             needs: strace,
+            level: Level::Must,
             run: add_sync_eio,
         },
         Case {
@@ -58,6 +59,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "work with ENOSPC at its N-th write: a job is gone only after its command ended well; the file stays sound",
             needs: strace,
+            level: Level::Must,
             run: work_disk_full,
         },
     ]
@@ -71,9 +73,15 @@ struct Fault {
 }
 
 impl Fault {
-    /// `-e inject=CALLS:error=E:when=N` (N+ when persistent).
-    fn inject(self, n: usize, persistent: bool) -> String {
-        format!("inject={}:error={}:when={n}{}", self.calls, self.error, if persistent { "+" } else { "" })
+    /// strace on the file and its companions, failing the `n`-th call
+    /// (and every one after it, when `persistent`) if `n` is given.
+    fn strace(self, file: &Path, n: Option<(usize, bool)>) -> Invocation {
+        let files = ["", "-wal", "-shm", "-journal"].map(|suffix| format!("{}{suffix}", path_str(file)));
+        let traced = Invocation::calls_on(self.calls, files);
+        match n {
+            Some((n, persistent)) => traced.inject(self.error, n, persistent),
+            None => traced,
+        }
     }
 
     fn what(self, n: usize, persistent: bool) -> String {
@@ -107,42 +115,19 @@ fn add_sync_eio(ctx: &mut Ctx) -> CaseResult {
 }
 
 fn strace_subject(ctx: &Ctx) -> Result<Subject, Failure> {
-    let program = ctx
-        .subjects
-        .strace
-        .clone()
-        .ok_or_else(|| Failure::error("strace", "not found (the case should be skipped)"))?;
-    Ok(Subject { name: "strace".into(), program, args: Vec::new() })
+    Ok(Subject { name: "strace".into(), program: strace::program(ctx)?, args: Vec::new() })
 }
 
-/// `strace -f -qq -P FILE… -e trace=CALLS [-e INJECT] -o TRACE -- WHO ARGS…`.
-fn traced(
-    file: &Path,
-    fault: Fault,
-    inject: Option<String>,
-    trace: &Path,
-    who: &Subject,
-    args: &[&str],
-) -> Vec<String> {
-    let mut all: Vec<String> = vec!["-f".into(), "-qq".into()];
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        all.extend(["-P".into(), format!("{}{suffix}", path_str(file))]);
-    }
-    all.extend(["-e".into(), format!("trace={}", fault.calls)]);
-    if let Some(inject) = inject {
-        all.extend(["-e".into(), inject]);
-    }
-    all.extend(["-o".into(), path_str(trace).into(), "--".into(), path_str(&who.program).into()]);
-    all.extend(who.args.iter().cloned());
-    all.extend(args.iter().map(|a| a.to_string()));
-    all
+/// strace's arguments to run `who ARGS…`.
+fn traced(strace: &Invocation, trace: &Path, who: &Subject, args: &[&str]) -> Vec<String> {
+    strace.args(trace, &strace::command(who, args))
 }
 
-/// The calls a trace shows, and how many of them failed.
+/// The calls a trace shows, and how many of them strace failed.
 fn counted(trace: &Path) -> Result<(usize, usize), Failure> {
     let text = std::fs::read_to_string(trace).map_err(|e| Failure::error("an strace log", e.to_string()))?;
-    let calls: Vec<&str> = text.lines().filter(|l| l.contains(") ")).collect();
-    Ok((calls.len(), calls.iter().filter(|l| l.contains("= -1 E")).count()))
+    let calls = strace::calls(&text);
+    Ok((calls.len(), calls.iter().filter(|c| c.injected()).count()))
 }
 
 /// stderr without strace's own lines.
@@ -206,7 +191,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
     let trace = ctx.path("add.strace");
     // A clean run counts the calls.
     let file_arg = path_str(&file).to_string();
-    let args = traced(&file, fault, None, &trace, &subject, &["add", &file_arg, "q", "count"]);
+    let args = traced(&fault.strace(&file, None), &trace, &subject, &["add", &file_arg, "q", "count"]);
     let shown: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ctx.run(&strace, &shown)?;
     crate::ctx::expect_success(&subject, &["add", "(traced)", "q", "count"], &out)?;
@@ -224,9 +209,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
             let what = fault.what(n, persistent);
             let payload = format!("n{n}{}", if persistent { "+" } else { "" });
             let args = traced(
-                &file,
-                fault,
-                Some(fault.inject(n, persistent)),
+                &fault.strace(&file, Some((n, persistent))),
                 &trace,
                 &subject,
                 &["add", &file_arg, "q", &payload],
@@ -289,7 +272,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
 }
 
 fn parse_id(out: &Output) -> Option<i64> {
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    strace::printed_id(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// A worker whose N-th write fails (once) runs one job. Then, without
@@ -297,13 +280,12 @@ fn parse_id(out: &Output) -> Option<i64> {
 /// finish may have committed); else it is still in the file, to run again.
 fn work_disk_full(ctx: &mut Ctx) -> CaseResult {
     let subject = ctx.subject().clone();
-    let strace = strace_subject(ctx)?;
     let fault = Fault { calls: WRITES, error: "ENOSPC" };
     let probe = ctx.subjects.probe.clone();
     // A clean run counts the writes of one claim and finish.
     let (count_file, _) = one_job(ctx, &subject, "count")?;
     let trace = ctx.path("work.strace");
-    run_worker(ctx, &strace, &subject, &count_file, &probe, fault, None, &trace, "count")?;
+    run_worker(ctx, &subject, &probe, &fault.strace(&count_file, None), &count_file, &trace, "count")?;
     let (calls, _) = counted(&trace)?;
     if calls == 0 {
         return Err(Failure::error(format!("calls of {} on the file in the trace", fault.calls), "none"));
@@ -314,17 +296,8 @@ fn work_disk_full(ctx: &mut Ctx) -> CaseResult {
         let name = format!("n{n}");
         let (file, id) = one_job(ctx, &subject, &name)?;
         let what = fault.what(n, false);
-        let errors = run_worker(
-            ctx,
-            &strace,
-            &subject,
-            &file,
-            &probe,
-            fault,
-            Some(fault.inject(n, false)),
-            &trace,
-            &name,
-        )?;
+        let errors =
+            run_worker(ctx, &subject, &probe, &fault.strace(&file, Some((n, false))), &file, &trace, &name)?;
         tally.runs += 1;
         tally.fired += usize::from(counted(&trace)?.1 > 0);
         if errors.is_empty() {
@@ -370,27 +343,22 @@ fn one_job(ctx: &mut Ctx, who: &Subject, name: &str) -> Result<(PathBuf, i64), F
     Ok((file, id))
 }
 
-/// Runs `who work FILE q` under strace (injecting `inject`) until the job
+/// Runs `who work FILE q` under strace as `tracing` says until the job
 /// `name` has ended and the file shows it finished, or the worker has
 /// reported an error; stops it with SIGTERM. Returns the worker's stderr.
-#[allow(clippy::too_many_arguments)]
 fn run_worker(
     ctx: &Ctx,
-    strace: &Subject,
     who: &Subject,
-    file: &Path,
     probe: &Path,
-    fault: Fault,
-    inject: Option<String>,
+    tracing: &Invocation,
+    file: &Path,
     trace: &Path,
     name: &str,
 ) -> Result<String, Failure> {
     let log = common::probe_log(ctx);
     let file_arg = path_str(file).to_string();
     let args = traced(
-        file,
-        fault,
-        inject,
+        tracing,
         trace,
         who,
         &["work", &file_arg, "q", "--quiet", "--poll", "20ms", "--", path_str(probe), path_str(&log)],
@@ -398,7 +366,7 @@ fn run_worker(
     let shown: Vec<&str> = args.iter().map(String::as_str).collect();
     let stderr_path = ctx.path(&format!("{name}.stderr"));
     let stderr = std::fs::File::create(&stderr_path)?;
-    let mut worker = ctx.spawn(&strace.program, &shown, Stdio::null(), Stdio::from(stderr))?;
+    let mut worker = ctx.spawn(&strace::program(ctx)?, &shown, Stdio::null(), Stdio::from(stderr))?;
     let errors = || {
         std::fs::read_to_string(&stderr_path)
             .unwrap_or_default()

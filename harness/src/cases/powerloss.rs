@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::ctx::{clip, expect_success, path_str, Ctx};
 use crate::powerloss::{self, Event, FileKind, Images, Plan, Step};
 use crate::probe::{Record, RecordKind};
+use crate::strace::{self, Invocation};
 use crate::subject::Subject;
 
 use super::common;
@@ -43,6 +44,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "a power cut at any sync of 6 adds (unsynced writes kept, dropped or torn) leaves a sound file holding every acknowledged job",
             needs: strace,
+            level: Level::Must,
             run: subject_adds,
         },
         Case {
@@ -50,6 +52,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "the same for 4 adds by add_job.py to a file the subject made",
             needs: Needs { python: true, strace: true },
+            level: Level::Must,
             run: python_adds,
         },
         Case {
@@ -57,6 +60,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "the same for 4 adds by the Python step driver (clients/python/ukue_driver.py), acknowledged by its answers",
             needs: Needs { python: true, strace: true },
+            level: Level::Must,
             run: python_driver_adds,
         },
         Case {
@@ -64,6 +68,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.1",
             summary: "a power cut while work claims and finishes jobs (and adds go on) loses no acknowledged job or claim",
             needs: strace,
+            level: Level::Must,
             run: work_finishes,
         },
     ]
@@ -98,19 +103,15 @@ fn python_driver_adds(ctx: &mut Ctx) -> CaseResult {
     }
     let script =
         write_script(ctx, &[format!("printf '%s\\n' {} | {}", requests.join(" "), command(&driver))])?;
-    let (strace, args) = strace_command(ctx, &run, &script)?;
-    let shown: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ctx.run(&strace, &shown)?;
-    expect_success(&strace, &["--", "sh", "script.sh"], &out)?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let printed: Vec<i64> = stdout.lines().filter_map(powerloss::acknowledged_id).collect();
+    let (stdout, stream) = run_script(ctx, &run, &script)?;
+    let printed = strace::acknowledged_ids(&stdout);
     if printed.len() != 4 {
         return Err(Failure::error(
             "4 ids in the driver's answers to 4 adds",
             format!("{:?}", clip(&stdout)),
         ));
     }
-    check_states(ctx, &run, &printed, None)
+    check_states(ctx, &run, &printed, &stream, None)
 }
 
 /// `n` adds by `who`, one process after another, under strace.
@@ -127,18 +128,12 @@ fn adds(ctx: &mut Ctx, who: &Subject, n: usize) -> CaseResult {
             "done".into(),
         ],
     )?;
-    let (strace, args) = strace_command(ctx, &run, &script)?;
-    let shown: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ctx.run(&strace, &shown)?;
-    expect_success(&strace, &["--", "sh", "script.sh"], &out)?;
-    let printed = ids(&String::from_utf8_lossy(&out.stdout));
+    let (stdout, stream) = run_script(ctx, &run, &script)?;
+    let printed = strace::acknowledged_ids(&stdout);
     if printed.len() != n {
-        return Err(Failure::error(
-            format!("{n} ids printed by {n} adds"),
-            format!("{:?}", clip(&String::from_utf8_lossy(&out.stdout))),
-        ));
+        return Err(Failure::error(format!("{n} ids printed by {n} adds"), format!("{:?}", clip(&stdout))));
     }
-    check_states(ctx, &run, &printed, None)
+    check_states(ctx, &run, &printed, &stream, None)
 }
 
 /// A worker runs the jobs (the setup's and 6 more added meanwhile) and
@@ -169,10 +164,10 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
             "wait $worker".into(),
         ],
     )?;
-    let (strace, args) = strace_command(ctx, &run, &script)?;
+    let args = Invocation::record().args(&run.trace, &["sh", path_str(&script)]);
     let stdout_path = ctx.path("script.stdout");
     let stderr_path = ctx.path("script.stderr");
-    let mut cmd = Command::new(&strace.program);
+    let mut cmd = Command::new(strace::program(ctx)?);
     cmd.args(&args)
         .current_dir(&ctx.dir)
         .stdin(Stdio::piped())
@@ -220,11 +215,11 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
             ),
         ));
     }
-    let printed = ids(&std::fs::read_to_string(&stdout_path)?);
+    let printed = strace::acknowledged_ids(&std::fs::read_to_string(&stdout_path)?);
     if printed.len() != n {
         return Err(Failure::error(format!("{n} ids printed by {n} adds"), format!("{printed:?}")));
     }
-    check_states(ctx, &run, &printed, Some(&log))
+    check_states(ctx, &run, &printed, &strace::named(&stdout_path)?, Some(&log))
 }
 
 /// A file the subject made, before the traced workload.
@@ -277,27 +272,13 @@ fn write_script(ctx: &Ctx, lines: &[String]) -> Result<PathBuf, Failure> {
     Ok(path)
 }
 
-/// strace (as a subject) and its arguments for `sh SCRIPT`.
-fn strace_command(ctx: &Ctx, run: &Run, script: &Path) -> Result<(Subject, Vec<String>), Failure> {
-    let program = ctx
-        .subjects
-        .strace
-        .clone()
-        .ok_or_else(|| Failure::error("strace", "not found (the case should be skipped)"))?;
-    let mut args: Vec<String> = powerloss::strace_options().into_iter().map(String::from).collect();
-    args.extend([
-        "-o".into(),
-        path_str(&run.trace).into(),
-        "--".into(),
-        "sh".into(),
-        path_str(script).into(),
-    ]);
-    Ok((Subject { name: "strace".into(), program, args: Vec::new() }, args))
-}
-
-/// The numbers alone on their lines.
-fn ids(text: &str) -> Vec<i64> {
-    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+/// Runs `sh SCRIPT` under strace to its end; it must exit 0. Returns what
+/// it printed, and its stdout as the trace names it.
+fn run_script(ctx: &Ctx, run: &Run, script: &Path) -> Result<(String, String), Failure> {
+    let traced = Invocation::record().run(ctx, &run.trace, &["sh", path_str(script)])?;
+    let strace = Subject { name: "strace".into(), program: strace::program(ctx)?, args: Vec::new() };
+    expect_success(&strace, &["--", "sh", "script.sh"], &traced.out)?;
+    Ok((String::from_utf8_lossy(&traced.out.stdout).into_owned(), traced.stdout))
 }
 
 /// What a state must show, from what was acknowledged before its cut.
@@ -357,8 +338,8 @@ impl Promises {
 }
 
 /// Builds the crash states of the trace and checks each; writes
-/// `powerloss.txt`.
-fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], log: Option<&Path>) -> CaseResult {
+/// `powerloss.txt`. `stdout` is the stream the harness read the ids from.
+fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Option<&Path>) -> CaseResult {
     let started = Instant::now();
     let text =
         std::fs::read_to_string(&run.trace).map_err(|e| Failure::error("an strace log", e.to_string()))?;
@@ -366,7 +347,7 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], log: Option<&Path>) -
         Some(log) => Some(std::fs::canonicalize(log)?.display().to_string()),
         None => None,
     };
-    let recording = powerloss::record(&text, &run.db, log.as_deref(), &run.base);
+    let recording = powerloss::record(&text, &run.db, stdout, log.as_deref(), &run.base);
     if !recording.problems.is_empty() {
         return Err(Failure::error(
             "a trace that the power-loss model can follow",
