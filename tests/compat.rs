@@ -1,8 +1,11 @@
-//! Version 1 files with forward-compatible additions (fixtures/compat) are
-//! accepted and work; tables inside an application's database keep the
-//! application's id and data.
+//! Version 1 files that programs must accept (fixtures/compat: additions,
+//! the published statements' layout, no indexes, the reference's previous
+//! layout, a rollback journal) are accepted and work; tables inside an
+//! application's database keep the application's id and data.
 
 mod support;
+
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use support::*;
@@ -12,6 +15,8 @@ use ukue::Ukue;
 #[derive(Debug, Deserialize)]
 struct Case {
     file: String,
+    #[serde(default)]
+    sidecars: Vec<String>,
     jobs: usize,
     application_id: i64,
     #[serde(default)]
@@ -21,8 +26,16 @@ struct Case {
 fn cases() -> Vec<Case> {
     let text = std::fs::read_to_string(repo().join("fixtures/compat/manifest.json")).unwrap();
     let cases: Vec<Case> = serde_json::from_str(&text).unwrap();
-    assert!(cases.len() >= 5, "the manifest lists {} fixtures", cases.len());
+    assert!(cases.len() >= 9, "the manifest lists {} fixtures", cases.len());
     cases
+}
+
+/// Copies the fixture and its sidecars into `scratch`.
+fn place(scratch: &Scratch, case: &Case) -> PathBuf {
+    for name in std::iter::once(&case.file).chain(&case.sidecars) {
+        scratch.fixture(&format!("compat/{name}"));
+    }
+    scratch.path(&case.file)
 }
 
 fn app_rows(file: &Ukue, tables: &[String]) -> Vec<(String, i64)> {
@@ -42,7 +55,7 @@ fn app_rows(file: &Ukue, tables: &[String]) -> Vec<(String, i64)> {
 fn the_library_runs_every_job_of_each_fixture() {
     for case in cases() {
         let scratch = Scratch::new();
-        let path = scratch.fixture(&format!("compat/{}", case.file));
+        let path = place(&scratch, &case);
         let mut file = Ukue::open(&path).unwrap_or_else(|e| panic!("{}: {e}", case.file));
         let rows_before = app_rows(&file, &case.app_tables);
         file.add(&ukue::NewJob::new("work", b"added".to_vec())).unwrap();
@@ -65,7 +78,7 @@ fn the_library_runs_every_job_of_each_fixture() {
 fn the_command_line_and_add_job_py_work_on_each_fixture() {
     for case in cases() {
         let scratch = Scratch::new();
-        let path = scratch.fixture(&format!("compat/{}", case.file));
+        let path = place(&scratch, &case);
         let p = path_str(&path);
         let out = python(&[path_str(&add_job_py()), p, "work", "from python"]);
         expect_status(&out, 0, &format!("{}: add_job.py", case.file));

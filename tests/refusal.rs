@@ -1,59 +1,104 @@
-//! Files that every program must refuse (fixtures/refusal): the library,
-//! every `ukue` command and add_job.py refuse each one, and leave it
-//! byte-for-byte unchanged with no sidecar files.
+//! Files that programs must refuse (fixtures/refusal): the library, every
+//! `ukue` command and add_job.py refuse each one, and leave it and its
+//! sidecars (the cold `-journal` of a rollback mode) byte-for-byte
+//! unchanged, with no file added or taken away; `init` and `add` do what
+//! the manifest's cases say. The reference keeps the `should` cases too.
 
 mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use support::*;
 
 #[derive(Debug, Deserialize)]
-struct Case {
+struct Entry {
     file: String,
+    #[serde(default)]
+    sidecars: Vec<String>,
     error: String,
     #[serde(default)]
     message_contains: Option<String>,
-    init_add: String,
+    #[serde(default)]
+    app_rows: BTreeMap<String, i64>,
+    #[serde(default)]
+    application_id: Option<i64>,
+    cases: Vec<ManifestCase>,
 }
 
-fn cases() -> Vec<Case> {
+#[derive(Debug, Deserialize)]
+struct ManifestCase {
+    id: String,
+    expect: Expect,
+}
+
+#[derive(Debug, Deserialize)]
+struct Expect {
+    #[serde(default)]
+    others: Option<String>,
+    #[serde(default)]
+    init_add: Option<String>,
+}
+
+fn entries() -> Vec<Entry> {
     let text = std::fs::read_to_string(repo().join("fixtures/refusal/manifest.json")).unwrap();
-    let cases: Vec<Case> = serde_json::from_str(&text).unwrap();
-    assert!(cases.len() >= 8, "the manifest lists {} fixtures", cases.len());
-    cases
+    let entries: Vec<Entry> = serde_json::from_str(&text).unwrap();
+    assert!(entries.len() >= 26, "the manifest lists {} fixtures", entries.len());
+    entries
+}
+
+/// Copies the fixture and its sidecars into `scratch` (the file as `name`,
+/// each sidecar beside it under the name SQLite looks for).
+fn place(scratch: &Scratch, entry: &Entry, name: &str) -> PathBuf {
+    let from = repo().join("fixtures/refusal");
+    for stored in std::iter::once(&entry.file).chain(&entry.sidecars) {
+        let suffix = stored.strip_prefix(entry.file.as_str()).unwrap();
+        std::fs::copy(from.join(stored), scratch.path(&format!("{name}{suffix}")))
+            .unwrap_or_else(|e| panic!("copy {stored}: {e}"));
+    }
+    scratch.path(name)
 }
 
 /// Runs `act` on a fresh copy of the fixture and checks it was left alone.
-fn unchanged_after(case: &Case, what: &str, act: impl FnOnce(&std::path::Path)) {
+fn unchanged_after(entry: &Entry, what: &str, act: impl FnOnce(&Path)) {
     let scratch = Scratch::new();
-    let path = scratch.fixture(&format!("refusal/{}", case.file));
-    let before = std::fs::read(&path).unwrap();
+    let path = place(&scratch, entry, &entry.file);
+    let mut names: Vec<String> = std::iter::once(&entry.file).chain(&entry.sidecars).cloned().collect();
+    names.sort();
+    let before: Vec<Vec<u8>> = names.iter().map(|n| std::fs::read(scratch.path(n)).unwrap()).collect();
     act(&path);
-    let after = std::fs::read(&path).unwrap();
-    assert!(before == after, "{}: {what} changed the file", case.file);
-    assert_eq!(scratch.files(), vec![case.file.clone()], "{}: {what} left files behind", case.file);
+    assert_eq!(scratch.files(), names, "{}: {what} added or took away files", entry.file);
+    for (name, before) in names.iter().zip(before) {
+        let after = std::fs::read(scratch.path(name)).unwrap();
+        assert!(before == after, "{}: {what} changed {name}", entry.file);
+    }
 }
 
 #[track_caller]
-fn assert_mentions(case: &Case, what: &str, message: &str) {
-    if let Some(fragment) = &case.message_contains {
+fn assert_mentions(entry: &Entry, what: &str, message: &str) {
+    if let Some(fragment) = &entry.message_contains {
         assert!(
             message.to_lowercase().contains(&fragment.to_lowercase()),
             "{}: {what} said {message:?}, which lacks {fragment:?}",
-            case.file
+            entry.file
         );
     }
 }
 
+fn expects<'a>(entry: &'a Entry, pick: impl Fn(&'a Expect) -> &'a Option<String>) -> Vec<&'a str> {
+    entry.cases.iter().filter_map(|c| pick(&c.expect).as_deref()).collect()
+}
+
 #[test]
 fn the_library_refuses_each_fixture_unchanged() {
-    for case in cases() {
-        unchanged_after(&case, "Ukue::open", |path| match ukue::Ukue::open(path) {
+    for entry in entries() {
+        unchanged_after(&entry, "Ukue::open", |path| match ukue::Ukue::open(path) {
             Err(ukue::Error::Refused(refusal)) => {
-                assert_eq!(refusal.kind(), case.error, "{}: {refusal}", case.file);
-                assert_mentions(&case, "Ukue::open", &refusal.to_string());
+                assert_eq!(refusal.kind(), entry.error, "{}: {refusal}", entry.file);
+                assert_mentions(&entry, "Ukue::open", &refusal.to_string());
             }
-            other => panic!("{}: expected a refusal, got {other:?}", case.file),
+            other => panic!("{}: expected a refusal, got {other:?}", entry.file),
         });
     }
 }
@@ -81,69 +126,83 @@ fn command_args<'a>(command: &[&'a str], path: &'a str) -> Vec<&'a str> {
 
 #[test]
 fn every_command_refuses_each_fixture_unchanged() {
-    for case in cases() {
-        for command in COMMANDS {
-            let what = format!("ukue {}", command.join(" "));
-            unchanged_after(&case, &what, |path| {
-                let out = ukue(&command_args(command, path_str(path)));
-                expect_status(&out, 1, &format!("{}: {what}", case.file));
-                let stderr = text(&out.stderr);
-                assert!(stderr.starts_with(&format!("ukue {}: ", command[0])), "{what}: {stderr}");
-                assert_mentions(&case, &what, &stderr);
-            });
+    for entry in entries() {
+        for expect in expects(&entry, |e| &e.others) {
+            assert_eq!(expect, "refuse", "{}", entry.file);
+            for command in COMMANDS {
+                let what = format!("ukue {}", command.join(" "));
+                unchanged_after(&entry, &what, |path| {
+                    let out = ukue(&command_args(command, path_str(path)));
+                    expect_status(&out, 1, &format!("{}: {what}", entry.file));
+                    let stderr = text(&out.stderr);
+                    assert!(stderr.starts_with(&format!("ukue {}: ", command[0])), "{what}: {stderr}");
+                    assert_mentions(&entry, &what, &stderr);
+                });
+            }
         }
     }
 }
 
 #[test]
-fn init_and_add_refuse_or_create_as_the_manifest_says() {
-    for case in cases() {
-        match case.init_add.as_str() {
-            "refuse" => {
-                for command in [&["init"][..], &["add", "q", "x"][..]] {
-                    let what = format!("ukue {}", command.join(" "));
-                    unchanged_after(&case, &what, |path| {
+fn init_and_add_refuse_or_add_the_tables_as_the_manifest_says() {
+    for entry in entries() {
+        for expect in expects(&entry, |e| &e.init_add) {
+            for command in [&["init"][..], &["add", "q", "x"][..]] {
+                let what = format!("ukue {}", command.join(" "));
+                match expect {
+                    "refuse" => unchanged_after(&entry, &what, |path| {
                         let out = ukue(&command_args(command, path_str(path)));
-                        expect_status(&out, 1, &format!("{}: {what}", case.file));
-                        assert_mentions(&case, &what, &text(&out.stderr));
-                    });
+                        expect_status(&out, 1, &format!("{}: {what}", entry.file));
+                        assert_mentions(&entry, &what, &text(&out.stderr));
+                    }),
+                    "add-tables" => {
+                        let scratch = Scratch::new();
+                        let path = place(&scratch, &entry, &entry.file);
+                        ok(&command_args(command, path_str(&path)));
+                        let file = ukue::Ukue::open(&path)
+                            .unwrap_or_else(|e| panic!("{}: a ukue file after {what}: {e}", entry.file));
+                        let conn = file.connection();
+                        for (table, rows) in &entry.app_rows {
+                            let n: i64 = conn
+                                .query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| r.get(0))
+                                .unwrap();
+                            assert_eq!(n, *rows, "{}: {what} kept the rows of {table}", entry.file);
+                        }
+                        let id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
+                        assert_eq!(
+                            Some(id),
+                            entry.application_id,
+                            "{}: application_id after {what}",
+                            entry.file
+                        );
+                        let jobs: i64 =
+                            conn.query_row("SELECT count(*) FROM ukue_jobs", [], |r| r.get(0)).unwrap();
+                        assert_eq!(jobs, i64::from(command[0] == "add"), "{}: jobs after {what}", entry.file);
+                    }
+                    other => panic!("{}: unknown init_add {other:?}", entry.file),
                 }
             }
-            "create" => {
-                for command in [&["init"][..], &["add", "q", "x"][..]] {
-                    let scratch = Scratch::new();
-                    let path = scratch.fixture(&format!("refusal/{}", case.file));
-                    ok(&command_args(command, path_str(&path)));
-                    ukue::Ukue::open(&path).expect("a ukue file now");
-                }
-            }
-            "init-only" => {
-                unchanged_after(&case, "ukue add", |path| {
-                    let out = ukue(&["add", path_str(path), "q", "x"]);
-                    expect_status(&out, 1, &format!("{}: ukue add", case.file));
-                    assert!(text(&out.stderr).contains("no ukue tables"), "{}", text(&out.stderr));
-                });
-                let scratch = Scratch::new();
-                let path = scratch.fixture(&format!("refusal/{}", case.file));
-                ok(&["init", path_str(&path)]);
-                let file = ukue::Ukue::open(&path).expect("a ukue file now");
-                let notes: i64 =
-                    file.connection().query_row("SELECT count(*) FROM notes", [], |r| r.get(0)).unwrap();
-                assert_eq!(notes, 3, "init kept the database's own rows");
-            }
-            other => panic!("{}: unknown init_add {other:?}", case.file),
         }
     }
 }
 
 #[test]
 fn add_job_py_refuses_each_fixture_unchanged() {
-    for case in cases() {
-        unchanged_after(&case, "add_job.py", |path| {
+    for entry in entries() {
+        unchanged_after(&entry, "add_job.py", |path| {
             let out = python(&[path_str(&add_job_py()), path_str(path), "q", "x"]);
-            expect_status(&out, 1, &format!("{}: add_job.py", case.file));
-            assert_mentions(&case, "add_job.py", &text(&out.stderr));
+            expect_status(&out, 1, &format!("{}: add_job.py", entry.file));
+            assert_mentions(&entry, "add_job.py", &text(&out.stderr));
         });
+    }
+}
+
+#[test]
+fn every_case_id_is_a_refusal_case() {
+    for entry in entries() {
+        for case in &entry.cases {
+            assert!(case.id.starts_with("refusal/"), "{}: {}", entry.file, case.id);
+        }
     }
 }
 

@@ -90,10 +90,19 @@ pub const BUGS: &[Bug] = &[
         replaced: &[],
     },
     Bug {
+        name: "wal-before-checks",
+        what: "sets WAL mode as it opens a file, before the refusal checks: a refused file in a \
+               rollback-journal mode is changed (it replaces `synchronous = FULL`, SQLite's default anyway)",
+        edits: &[],
+        replaced: &[(Stmt::SetSynchronous, "PRAGMA journal_mode = WAL")],
+    },
+    Bug {
         name: "journal-off",
-        what: "no -wal and no journal: a commit overwrites pages in place; a power cut leaves half of it",
+        what: "no -wal and no journal: a commit overwrites pages in place; a power cut leaves half of it \
+               (each connection switches the journal off as it opens, in place of `synchronous = FULL`, \
+               SQLite's default anyway)",
         edits: &[(Stmt::SetWal, "WAL", "OFF")],
-        replaced: &[],
+        replaced: &[(Stmt::SetSynchronous, "PRAGMA journal_mode = OFF")],
     },
 ];
 

@@ -1,99 +1,73 @@
 //! compat: every file of fixtures/compat (version 1 files with the
-//! additions FORMAT.md §2.2 allows, TEXT payloads, the tables inside an
-//! application's database) is accepted: counted, added to, listed and
-//! worked, and the additions and the application's tables stay as they
-//! were. And `init` adds the tables to an application's database, keeping
-//! its tables and application id (§1.3).
+//! additions FORMAT.md §2.2 allows, the published statements' layout, no
+//! indexes, the reference's previous layout, a rollback journal, TEXT
+//! payloads, the tables inside an application's database) is accepted:
+//! counted, added to, listed and worked, and the additions and the
+//! application's tables stay as they were. The cases are the manifest's
+//! (fixtures/compat/manifest.json), run by one function. And `init` adds
+//! the tables to an application's database, keeping its tables and
+//! application id (§1.3).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::ctx::{clip, path_str, Ctx};
-use crate::embedded::{self, COMPAT_MANIFEST};
 use crate::{ensure, ensure_eq};
 
 use super::common::{self, read};
-
-/// One entry of fixtures/compat/manifest.json (see fixtures/README.md).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Entry {
-    pub file: String,
-    pub why: String,
-    pub jobs: i64,
-    pub application_id: i64,
-    pub app_tables: Vec<String>,
-}
-
-pub fn manifest() -> Result<Vec<Entry>, Failure> {
-    serde_json::from_str(COMPAT_MANIFEST)
-        .map_err(|e| Failure::error("a readable compat/manifest.json", e.to_string()))
-}
-
-fn entry(file: &str) -> Result<Entry, Failure> {
-    manifest()?
-        .into_iter()
-        .find(|e| e.file == file)
-        .ok_or_else(|| Failure::error(format!("{file} in compat/manifest.json"), "no such entry"))
-}
+use super::fixture;
+use super::manifest::{CompatCase, CompatEntry, CompatExpect};
 
 /// A case's function.
 type Run = fn(&mut Ctx) -> CaseResult;
 
-/// The fixture cases: id, rule, fixture file, summary, function.
-const FIXTURE_CASES: &[(&str, &str, &str, &str, Run)] = &[
-    (
-        "compat/extra-column",
-        "2.2",
-        "extra-column.ukue",
-        "a file with an extra ukue_jobs column (with a default) is counted, added to, listed and worked",
-        |ctx| accept_fixture(ctx, "extra-column.ukue"),
-    ),
-    (
-        "compat/extra-index",
-        "2.2",
-        "extra-index.ukue",
-        "a file with an extra index is counted, added to, listed and worked; the index stays",
-        |ctx| accept_fixture(ctx, "extra-index.ukue"),
-    ),
-    (
-        "compat/extra-meta-key",
-        "2.2",
-        "extra-meta-key.ukue",
-        "a file with an extra ukue_meta key is counted, added to, listed and worked; the key stays",
-        |ctx| accept_fixture(ctx, "extra-meta-key.ukue"),
-    ),
-    (
-        "compat/app-database",
-        "1.3",
-        "app-database.db",
-        "ukue tables in an app's database are worked; its application_id and tables stay",
-        |ctx| accept_fixture(ctx, "app-database.db"),
-    ),
-    (
-        "compat/text-payload",
-        "3.2",
-        "text-payload.ukue",
-        "jobs added by SQL with TEXT payloads are listed as text and run with their UTF-8 bytes",
-        |ctx| accept_fixture(ctx, "text-payload.ukue"),
-    ),
-];
+/// One function per case of the manifest, made by harness/build.rs (see
+/// refusal.rs).
+const RUNS: &[Run] = include!(concat!(env!("OUT_DIR"), "/compat_runs.rs"));
+
+fn run<const I: usize>(ctx: &mut Ctx) -> CaseResult {
+    let defined = &fixture::compat()[I];
+    manifest_case(ctx, defined.entry, defined.case).map_err(|mut f| {
+        f.expected.push_str(&format!("\n(the case: {})", defined.source));
+        f
+    })
+}
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
-    let mut cases: Vec<Case> =
-        FIXTURE_CASES.iter().map(|&(id, rule, _, summary, run)| case(id, rule, summary, run)).collect();
-    cases.push(case(
-        "compat/tables-in-app-database",
-        "1.3",
-        "init on an application's database adds the ukue tables and keeps its tables and application_id",
-        tables_in_app_database,
-    ));
+    let defined = fixture::compat();
+    assert_eq!(RUNS.len(), defined.len(), "harness/build.rs counted another manifest");
+    let mut cases: Vec<Case> = defined
+        .iter()
+        .zip(RUNS)
+        .map(|(d, &run)| Case {
+            id: &d.case.id,
+            rule: &d.case.rule,
+            summary: &d.case.summary,
+            needs: Needs::default(),
+            level: fixture::level(d.case.level),
+            run,
+        })
+        .collect();
+    cases.push(Case {
+        id: "compat/tables-in-app-database",
+        rule: "1.3",
+        summary:
+            "init on an application's database adds the ukue tables and keeps its tables and application_id",
+        needs: Needs::default(),
+        level: Level::Must,
+        run: tables_in_app_database,
+    });
     cases
+}
+
+fn manifest_case(ctx: &mut Ctx, entry: &CompatEntry, case: &CompatCase) -> CaseResult {
+    match case.expect {
+        CompatExpect::Accept => accept_fixture(ctx, entry),
+    }
 }
 
 /// What a program must leave alone in a file: its schema (every table,
@@ -150,19 +124,15 @@ fn listed(list: &Value) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
-fn accept_fixture(ctx: &mut Ctx, name: &str) -> CaseResult {
-    let entry = entry(name)?;
+fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
     let subject = ctx.subject().clone();
-    let fixture = format!("compat/{name}");
-    let bytes = embedded::fixture(&fixture)
-        .ok_or_else(|| Failure::error(format!("fixture {fixture}"), "no such fixture in the harness"))?;
+    let name = entry.file.as_str();
     // Look at a copy of its own: a read-only connection leaves -wal and
     // -shm behind, and the subject should get the fixture as it is.
-    let pristine = ctx.path(&format!("pristine-{name}"));
-    std::fs::write(&pristine, bytes)?;
+    let pristine = fixture::place(ctx, "compat", entry, &format!("pristine-{name}"))?.file;
     let before = snapshot(&pristine, &entry.app_tables)?;
+    fixture::place(ctx, "compat", entry, name)?;
     let file = ctx.tracked_file(name);
-    std::fs::write(&file, bytes)?;
     let f = path_str(&file);
     let about = format!("{name}: {}", entry.why);
 
@@ -283,14 +253,19 @@ fn tables_in_app_database(ctx: &mut Ctx) -> CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cases::manifest::check_bytes;
+    use crate::embedded;
 
     #[test]
-    fn one_case_per_manifest_entry() {
-        let files: Vec<String> = manifest().unwrap().into_iter().map(|e| e.file).collect();
-        let cased: Vec<String> = FIXTURE_CASES.iter().map(|c| c.2.to_string()).collect();
-        assert_eq!(files, cased);
-        for case in cases() {
-            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
+    fn every_manifest_case_is_a_case_with_a_rule_and_its_files() {
+        let ids: Vec<&str> = cases().iter().map(|c| c.id).collect();
+        for d in fixture::compat() {
+            assert!(ids.contains(&d.case.id.as_str()), "{} is not a case", d.case.id);
+            assert!(crate::rules::title(&d.case.rule).is_some(), "{}: no rule {}", d.case.id, d.case.rule);
+            let bytes = |name: &str| embedded::fixture(&format!("compat/{name}")).expect(name);
+            let sidecars: Vec<(&str, &[u8])> =
+                d.entry.sidecars.iter().map(|s| (s.as_str(), bytes(s))).collect();
+            check_bytes(d.entry, bytes(&d.entry.file), &sidecars).unwrap();
         }
     }
 }

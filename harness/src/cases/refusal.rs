@@ -1,107 +1,64 @@
-//! refusal: every file of fixtures/refusal (and a path that does not
-//! exist) is refused by every command that opens it, as FORMAT.md §2.3
-//! says: exit status 1, a message on stderr, the file byte-for-byte
-//! unchanged and no new file (`-wal`, `-shm`, `-journal`) beside it.
-//! `init` and `add` do what the manifest's `init_add` says.
+//! refusal: the files of fixtures/refusal (and a path that does not exist)
+//! are refused by the commands that open them, as FORMAT.md §2.3 says:
+//! exit status 1, a message on stderr, the file and its sidecars (the cold
+//! `-journal` a rollback mode leaves) byte-for-byte unchanged, and no file
+//! (`-wal`, `-shm`, `-journal`) added beside them or taken away.
+//!
+//! The cases are the manifest's (fixtures/refusal/manifest.json): each
+//! names its level and what every command but init and add (`others`)
+//! and init and add (`init_add`) must do with its file; one function
+//! runs them all.
 
 use std::path::Path;
 
-use serde::Deserialize;
-
-use crate::case::{Case, CaseResult, Failure, FailureKind, Needs};
+use crate::case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
 use crate::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
-use crate::embedded::{self, REFUSAL_MANIFEST};
 use crate::ensure_eq;
 use crate::subject::Subject;
 
 use super::common::{self, read};
-
-/// One entry of fixtures/refusal/manifest.json (see fixtures/README.md).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Entry {
-    pub file: String,
-    pub error: String,
-    pub message_contains: String,
-    pub init_add: String,
-    pub why: String,
-}
-
-pub fn manifest() -> Result<Vec<Entry>, Failure> {
-    serde_json::from_str(REFUSAL_MANIFEST)
-        .map_err(|e| Failure::error("a readable refusal/manifest.json", e.to_string()))
-}
-
-fn entry(file: &str) -> Result<Entry, Failure> {
-    manifest()?
-        .into_iter()
-        .find(|e| e.file == file)
-        .ok_or_else(|| Failure::error(format!("{file} in refusal/manifest.json"), "no such entry"))
-}
+use super::fixture::{self, Placed};
+use super::manifest::{Outcome, RefusalCase, RefusalEntry};
 
 /// A case's function.
 type Run = fn(&mut Ctx) -> CaseResult;
 
-/// The fixture cases: id, fixture file, summary, function.
-const FIXTURE_CASES: &[(&str, &str, &str, Run)] = &[
-    (
-        "refusal/format-version-2",
-        "format-version-2.ukue",
-        "format_version 2 (newer): every command refuses it unchanged, naming versions 2 and 1",
-        |ctx| refuse_fixture(ctx, "format-version-2.ukue"),
-    ),
-    (
-        "refusal/format-version-abc",
-        "format-version-abc.ukue",
-        "format_version 'abc' (not a number): every command refuses it unchanged",
-        |ctx| refuse_fixture(ctx, "format-version-abc.ukue"),
-    ),
-    (
-        "refusal/format-version-0",
-        "format-version-0.ukue",
-        "format_version '0' (below 1): every command refuses it unchanged",
-        |ctx| refuse_fixture(ctx, "format-version-0.ukue"),
-    ),
-    (
-        "refusal/missing-version",
-        "missing-version.ukue",
-        "ukue_meta without a format_version row: every command refuses it unchanged",
-        |ctx| refuse_fixture(ctx, "missing-version.ukue"),
-    ),
-    (
-        "refusal/no-meta-table",
-        "no-meta-table.ukue",
-        "ukue_jobs without ukue_meta: every command refuses it unchanged",
-        |ctx| refuse_fixture(ctx, "no-meta-table.ukue"),
-    ),
-    (
-        "refusal/not-sqlite",
-        "not-sqlite.ukue",
-        "a text file, not SQLite: every command refuses it unchanged",
-        |ctx| refuse_fixture(ctx, "not-sqlite.ukue"),
-    ),
-    (
-        "refusal/empty-file",
-        "empty.ukue",
-        "a zero-byte file: non-creating commands refuse it unchanged; init and add make it version 1",
-        |ctx| refuse_fixture(ctx, "empty.ukue"),
-    ),
-    (
-        "refusal/plain-sqlite",
-        "plain-sqlite.db",
-        "an app's database without ukue tables: all but init refuse it; init adds the tables, keeps the app's",
-        |ctx| refuse_fixture(ctx, "plain-sqlite.db"),
-    ),
-];
+/// One function per case of the manifest, `run::<0>`, `run::<1>`, …, made
+/// by harness/build.rs: a case's function takes nothing but the context,
+/// so the index it is built with tells it which case it is.
+const RUNS: &[Run] = include!(concat!(env!("OUT_DIR"), "/refusal_runs.rs"));
+
+fn run<const I: usize>(ctx: &mut Ctx) -> CaseResult {
+    let defined = &fixture::refusal()[I];
+    manifest_case(ctx, defined.entry, defined.case).map_err(|mut f| {
+        f.expected.push_str(&format!("\n(the case: {})", defined.source));
+        f
+    })
+}
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, summary, run| Case { id, rule: "2.3", summary, needs: Needs::default(), run };
-    let mut cases: Vec<Case> =
-        FIXTURE_CASES.iter().map(|&(id, _, summary, run)| case(id, summary, run)).collect();
-    cases.push(case(
-        "refusal/missing-path",
-        "every command but init and add refuses a path that does not exist, and creates no file",
-        missing_path,
-    ));
+    let defined = fixture::refusal();
+    assert_eq!(RUNS.len(), defined.len(), "harness/build.rs counted another manifest");
+    let mut cases: Vec<Case> = defined
+        .iter()
+        .zip(RUNS)
+        .map(|(d, &run)| Case {
+            id: &d.case.id,
+            rule: &d.case.rule,
+            summary: &d.case.summary,
+            needs: Needs::default(),
+            level: fixture::level(d.case.level),
+            run,
+        })
+        .collect();
+    cases.push(Case {
+        id: "refusal/missing-path",
+        rule: "2.3",
+        summary: "every command but init and add refuses a path that does not exist, and creates no file",
+        needs: Needs::default(),
+        level: Level::Must,
+        run: missing_path,
+    });
     cases
 }
 
@@ -127,34 +84,55 @@ fn non_creating(ctx: &Ctx, file: &Path) -> Vec<Vec<String>> {
     commands.into_iter().map(|c| c.into_iter().map(str::to_string).collect()).collect()
 }
 
+fn init_add(file: &Path) -> [Vec<String>; 2] {
+    [
+        vec!["init".to_string(), path_str(file).to_string()],
+        ["add", path_str(file), "q", "x"].map(str::to_string).to_vec(),
+    ]
+}
+
 /// The whole numbers in `text`.
 fn numbers(text: &str) -> Vec<&str> {
     text.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).collect()
 }
 
+/// What a changed header says, when bytes 18 and 19 (the journal mode:
+/// 1 a rollback journal, 2 WAL) are among the changes.
+fn journal_mode_change(before: &[u8], after: &[u8]) -> Option<String> {
+    let (was, now) = ((before.get(18)?, before.get(19)?), (after.get(18)?, after.get(19)?));
+    (was != now).then(|| {
+        let to_wal = if *now.0 == 2 { ": switched to WAL" } else { "" };
+        format!(
+            "; header bytes 18/19, the journal mode, went from {}/{} to {}/{}{to_wal}",
+            was.0, was.1, now.0, now.1
+        )
+    })
+}
+
 /// Runs `who args`, which must refuse: exit status 1 (not 0, not 2, which
-/// is for usage errors; not a signal), a message on stderr, `file` (when
-/// there is one) byte-for-byte as `bytes`, and no file added to or taken
-/// from the case's directory. For a file of a newer format version the
-/// message must name both versions.
+/// is for usage errors; not a signal), a message on stderr, each file of
+/// `placed` (when there is one) byte-for-byte as it was written, and no
+/// file added to or taken from the case's directory. For a file of a
+/// newer format version the message must name both versions.
 fn expect_refused(
     ctx: &Ctx,
     who: &Subject,
     args: &[String],
     file: &Path,
-    bytes: Option<&[u8]>,
-    entry: Option<&Entry>,
+    placed: Option<&Placed>,
+    entry: Option<&RefusalEntry>,
 ) -> CaseResult {
     let before = common::listing(&ctx.dir)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let shown = format!("`{} {}`", who.name, common::show_args(&common::relative(ctx, &args)));
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let sidecars = placed.map_or(0, |p| p.originals.len() - 1);
     let mut expected = format!(
         "{shown} (in the case's directory) to refuse {name}: exit status 1, a message on stderr, {}",
-        if bytes.is_some() {
-            "the file byte-for-byte unchanged and no new file beside it"
-        } else {
-            "and no file made"
+        match (placed.is_some(), sidecars) {
+            (false, _) => "and no file made",
+            (true, 0) => "the file byte-for-byte unchanged and no new file beside it",
+            (true, _) => "the file and its journal byte-for-byte unchanged and no file added or taken away",
         }
     );
     let newer = entry.is_some_and(|e| e.error == "newer_version");
@@ -205,11 +183,16 @@ fn expect_refused(
                 .push("the message does not name both versions, the file's (2) and the program's (1)".into());
         }
     }
-    if let Some(bytes) = bytes {
-        match std::fs::read(file) {
-            Ok(now) if now == bytes => {}
-            Ok(now) => problems.push(format!("the file changed ({})", common::bytes_diff(bytes, &now))),
-            Err(e) => problems.push(format!("the file is gone ({e})")),
+    for (path, bytes) in placed.map_or(&[][..], |p| &p.originals[..]) {
+        let shown = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match std::fs::read(path) {
+            Ok(now) if now == *bytes => {}
+            Ok(now) => problems.push(format!(
+                "{shown} changed ({}{})",
+                common::bytes_diff(bytes, &now),
+                journal_mode_change(bytes, &now).unwrap_or_default()
+            )),
+            Err(e) => problems.push(format!("{shown} is gone ({e})")),
         }
     }
     let after = common::listing(&ctx.dir)?;
@@ -227,74 +210,73 @@ fn expect_refused(
     Err(Failure::fail(expected, format!("{}\n({})", problems.join("; "), common::outcome(&out))))
 }
 
-fn refuse_fixture(ctx: &mut Ctx, name: &str) -> CaseResult {
-    let entry = entry(name)?;
+fn manifest_case(ctx: &mut Ctx, entry: &RefusalEntry, case: &RefusalCase) -> CaseResult {
     let subject = ctx.subject().clone();
-    let fixture = format!("refusal/{name}");
-    let bytes = embedded::fixture(&fixture)
-        .ok_or_else(|| Failure::error(format!("fixture {fixture}"), "no such fixture in the harness"))?;
     // A fresh copy for each command: a command that changed the file has
     // failed already, and the next one must see the fixture itself.
-    for args in non_creating(ctx, &ctx.path(name)) {
-        let file = ctx.fixture(&fixture)?;
-        expect_refused(ctx, &subject, &args, &file, Some(bytes), Some(&entry))?;
+    let refuse = |ctx: &Ctx, commands: Vec<Vec<String>>| -> CaseResult {
+        for args in commands {
+            let placed = fixture::place(ctx, "refusal", entry, &entry.file)?;
+            expect_refused(ctx, &subject, &args, &placed.file, Some(&placed), Some(entry))?;
+        }
+        Ok(())
+    };
+    let here = ctx.path(&entry.file);
+    match case.expect.others {
+        Some(Outcome::Refuse) => refuse(ctx, non_creating(ctx, &here))?,
+        Some(Outcome::AddTables) => return Err(bad_manifest(case, "`others` that add the tables")),
+        None => {}
     }
-    let init_args = |file: &Path| vec!["init".to_string(), path_str(file).to_string()];
-    let add_args = |file: &Path| ["add", path_str(file), "q", "x"].map(str::to_string).to_vec();
-    match entry.init_add.as_str() {
-        "refuse" => {
-            for args in [init_args(&ctx.path(name)), add_args(&ctx.path(name))] {
-                let file = ctx.fixture(&fixture)?;
-                expect_refused(ctx, &subject, &args, &file, Some(bytes), Some(&entry))?;
+    match case.expect.init_add {
+        Some(Outcome::Refuse) => refuse(ctx, init_add(&here).to_vec())?,
+        Some(Outcome::AddTables) => {
+            for command in ["init", "add"] {
+                expect_tables_added(ctx, &subject, command, entry)?;
             }
         }
-        "create" => {
-            // SQLite reads the file as an empty database: both may make it a
-            // version 1 file.
-            let file = copy_tracked(ctx, &format!("init-{name}"), bytes)?;
-            ctx.ok(&subject, &["init", path_str(&file)])?;
-            ensure_eq!(
-                format_version(&file)?,
-                Some("1".to_string()),
-                format!("format_version after `init` on {name}")
-            );
-            let file = copy_tracked(ctx, &format!("add-{name}"), bytes)?;
-            ctx.add(&subject, &file, "q", "x", &[])?;
-            ensure_eq!(
-                format_version(&file)?,
-                Some("1".to_string()),
-                format!("format_version after `add` on {name}")
-            );
-            ensure_eq!(common::job_count(&file)?, 1, format!("jobs after `add` on {name}"));
+        None => {}
+    }
+    Ok(())
+}
+
+/// The manifest was checked when the harness was built; this is for a
+/// harness whose checks and cases disagree.
+fn bad_manifest(case: &RefusalCase, what: &str) -> Failure {
+    Failure::error("a refusal case the harness can run", format!("{}: {what}", case.id))
+}
+
+/// `init` or `add` on the fixture must succeed and leave a version 1 file
+/// that keeps the application's tables, their rows and its application id
+/// (FORMAT.md §1.3, §3.3): the published command adds the tables to any
+/// SQLite database without `ukue_meta`.
+fn expect_tables_added(ctx: &mut Ctx, subject: &Subject, command: &str, entry: &RefusalEntry) -> CaseResult {
+    let name = format!("{command}-{}", entry.file);
+    fixture::place(ctx, "refusal", entry, &name)?;
+    let file = ctx.tracked_file(&name);
+    let about = format!("`{command}` on {} ({})", entry.file, entry.why);
+    match command {
+        "init" => {
+            ctx.ok(subject, &["init", path_str(&file)])?;
         }
-        "init-only" => {
-            // `add` adds no tables to an application's database...
-            let file = ctx.fixture(&fixture)?;
-            expect_refused(ctx, &subject, &add_args(&file), &file, Some(bytes), Some(&entry))?;
-            // ...`init` does, and keeps what is there (and its application id, §1.3).
-            let file = copy_tracked(ctx, &format!("init-{name}"), bytes)?;
-            ctx.ok(&subject, &["init", path_str(&file)])?;
-            ensure_eq!(
-                format_version(&file)?,
-                Some("1".to_string()),
-                format!("format_version after `init` on {name}")
-            );
-            let conn = read(&file)?;
-            let notes: i64 = conn.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))?;
-            ensure_eq!(notes, 3, "rows of the application's notes table after `init`");
-            let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-            ensure_eq!(
-                app,
-                header_application_id(bytes),
-                "application_id after `init` (the application's own, §1.3)"
-            );
+        _ => {
+            ctx.add(subject, &file, "q", "x", &[])?;
         }
-        other => {
-            return Err(Failure::error(
-                "init_add of refuse, create or init-only",
-                format!("{name}: {other:?}"),
-            ));
-        }
+    }
+    ensure_eq!(format_version(&file)?, Some("1".to_string()), format!("format_version after {about}"));
+    let conn = read(&file)?;
+    for (table, rows) in &entry.app_rows {
+        let sql = format!("SELECT count(*) FROM \"{}\"", table.replace('"', "\"\""));
+        let now: i64 = conn.query_row(&sql, [], |r| r.get(0)).map_err(|e| {
+            Failure::fail(format!("the application's table {table} kept by {about}"), e.to_string())
+        })?;
+        ensure_eq!(now, *rows, format!("rows of the application's table {table} after {about}"));
+    }
+    if let Some(id) = entry.application_id {
+        let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        ensure_eq!(app, id, format!("application_id after {about} (FORMAT.md §1.3)"));
+    }
+    if command == "add" {
+        ensure_eq!(common::job_count(&file)?, 1, format!("jobs after {about}"));
     }
     Ok(())
 }
@@ -308,14 +290,6 @@ fn missing_path(ctx: &mut Ctx) -> CaseResult {
     Ok(())
 }
 
-/// Writes `bytes` to `name` in the case's directory, as a file that must
-/// end a valid ukue file.
-fn copy_tracked(ctx: &mut Ctx, name: &str, bytes: &[u8]) -> Result<std::path::PathBuf, Failure> {
-    let file = ctx.tracked_file(name);
-    std::fs::write(&file, bytes)?;
-    Ok(file)
-}
-
 fn format_version(file: &Path) -> Result<Option<String>, Failure> {
     let conn = read(file)?;
     match conn.query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0)) {
@@ -325,26 +299,43 @@ fn format_version(file: &Path) -> Result<Option<String>, Failure> {
     }
 }
 
-/// The application id in a SQLite header (bytes 68..72, big-endian), read
-/// without opening the database.
-fn header_application_id(bytes: &[u8]) -> i64 {
-    bytes.get(68..72).map_or(0, |b| i64::from(i32::from_be_bytes([b[0], b[1], b[2], b[3]])))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cases::manifest::{check_bytes, JournalMode};
+    use crate::embedded;
 
     #[test]
-    fn one_case_per_manifest_entry() {
-        let files: Vec<String> = manifest().unwrap().into_iter().map(|e| e.file).collect();
-        let cased: Vec<String> = FIXTURE_CASES.iter().map(|c| c.1.to_string()).collect();
-        assert_eq!(files, cased);
-        for file in &files {
-            assert!(embedded::fixture(&format!("refusal/{file}")).is_some(), "{file} is not embedded");
+    fn every_manifest_case_is_a_case_with_a_rule_and_its_files() {
+        let ids: Vec<&str> = cases().iter().map(|c| c.id).collect();
+        for d in fixture::refusal() {
+            assert!(ids.contains(&d.case.id.as_str()), "{} is not a case", d.case.id);
+            assert!(crate::rules::title(&d.case.rule).is_some(), "{}: no rule {}", d.case.id, d.case.rule);
+            let bytes = |name: &str| embedded::fixture(&format!("refusal/{name}")).expect(name);
+            let sidecars: Vec<(&str, &[u8])> =
+                d.entry.sidecars.iter().map(|s| (s.as_str(), bytes(s))).collect();
+            check_bytes(d.entry, bytes(&d.entry.file), &sidecars).unwrap();
         }
-        for case in cases() {
-            assert!(crate::rules::title(case.rule).is_some(), "{}: no rule {}", case.id, case.rule);
+    }
+
+    /// The rollback journal modes are there for every refusal that is a
+    /// SQLite file, so that a program that sets the journal mode before its
+    /// checks is caught whatever the reason.
+    #[test]
+    fn every_sqlite_refusal_comes_in_every_journal_mode() {
+        let manifest = fixture::refusal();
+        let errors: std::collections::BTreeSet<&str> = manifest
+            .iter()
+            .filter(|d| d.entry.journal_mode.is_some())
+            .map(|d| d.entry.error.as_str())
+            .collect();
+        for error in errors {
+            for mode in [JournalMode::Wal, JournalMode::Delete, JournalMode::Truncate, JournalMode::Persist] {
+                assert!(
+                    manifest.iter().any(|d| d.entry.error == error && d.entry.journal_mode == Some(mode)),
+                    "no {error} file in {mode:?} mode"
+                );
+            }
         }
     }
 
@@ -352,5 +343,17 @@ mod tests {
     fn numbers_in_a_message() {
         assert_eq!(numbers("ukue file format 2 is newer than this program knows (format 1)"), vec!["2", "1"]);
         assert_eq!(numbers("no number"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_switch_to_wal_is_named() {
+        let mut before = vec![0u8; 100];
+        before[18] = 1;
+        before[19] = 1;
+        let mut after = before.clone();
+        after[18] = 2;
+        after[19] = 2;
+        assert!(journal_mode_change(&before, &after).unwrap().contains("1/1 to 2/2: switched to WAL"));
+        assert_eq!(journal_mode_change(&before, &before), None);
     }
 }
