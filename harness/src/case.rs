@@ -14,6 +14,25 @@ pub struct Needs {
     pub strace: bool,
 }
 
+/// How binding a case's rule is: the published format and command line
+/// (`must`), or good practice beyond them (`should`). A `should` case that
+/// does not pass is a warning, and fails the run only under `--strict`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Must,
+    Should,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "must",
+            Level::Should => "should",
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 pub struct Case {
     /// Stable id, `family/name`.
@@ -23,18 +42,30 @@ pub struct Case {
     /// One line: what the case shows.
     pub summary: &'static str,
     pub needs: Needs,
+    pub level: Level,
     pub run: fn(&mut Ctx) -> CaseResult,
 }
 
 impl fmt::Debug for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Case").field("id", &self.id).field("rule", &self.rule).finish()
+        f.debug_struct("Case")
+            .field("id", &self.id)
+            .field("rule", &self.rule)
+            .field("level", &self.level)
+            .finish()
     }
 }
 
 impl Case {
     pub fn family(&self) -> &'static str {
         self.id.split('/').next().unwrap_or(self.id)
+    }
+
+    /// Where a case made from data is defined
+    /// (`fixtures/refusal/manifest.json:14`); None for a case written as
+    /// code.
+    pub fn source(&self) -> Option<String> {
+        crate::cases::source(self.id)
     }
 }
 

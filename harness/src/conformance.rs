@@ -90,6 +90,9 @@ pub struct Args {
     /// Keep the work directory of each case that did not pass
     #[arg(long)]
     pub keep: bool,
+    /// Fail the run when a `should` case does not pass (otherwise a warning)
+    #[arg(long)]
+    pub strict: bool,
     /// List the cases (id, rule, summary) and exit
     #[arg(long)]
     pub list: bool,
@@ -217,6 +220,9 @@ fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
     if args.keep {
         line.push_str(" --keep");
     }
+    if args.strict {
+        line.push_str(" --strict");
+    }
     if args.crash_kills != crate::ctx::DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
@@ -255,6 +261,7 @@ pub fn run(mut args: Args) -> Result<u8> {
         std::fs::write(&script, embedded::ADD_JOB_PY)?;
         let driver = root.path().join("ukue_driver.py");
         std::fs::write(&driver, embedded::UKUE_DRIVER_PY)?;
+        std::fs::write(root.path().join("ukue_steps.py"), embedded::UKUE_STEPS_PY)?;
         subjects.python_driver = Some(Subject {
             name: "ukue_driver.py".into(),
             program: python.program.clone(),
@@ -284,6 +291,7 @@ pub fn run(mut args: Args) -> Result<u8> {
         expected_failures,
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
+        strict: args.strict,
     };
     interrupt_kills_everything()?;
     let mut human;
@@ -335,10 +343,16 @@ fn list(all: &[Case], format: Format) {
     for case in all {
         let line = match format {
             Format::Human => {
-                format!("{:<44} {:<28} {}", case.id, crate::rules::label(case.rule), case.summary)
+                format!(
+                    "{:<44} {:<6} {:<28} {}",
+                    case.id,
+                    case.level.as_str(),
+                    crate::rules::label(case.rule),
+                    case.summary
+                )
             }
             Format::Json => serde_json::json!({
-                "id": case.id, "rule": case.rule, "rule_title": crate::rules::title(case.rule),
+                "id": case.id, "level": case.level, "rule": case.rule, "rule_title": crate::rules::title(case.rule),
                 "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
             })
             .to_string(),

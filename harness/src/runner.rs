@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::case::{Case, Failure, FailureKind};
+use crate::case::{Case, Failure, FailureKind, Level};
 use crate::check;
 use crate::ctx::Ctx;
 use crate::report::Reporter;
@@ -25,6 +25,9 @@ pub enum Status {
     /// The subject crashed or printed what cannot be read.
     Error,
     Timeout,
+    /// A `should` case that did not pass, without `--strict`: shown, but
+    /// the run does not fail for it.
+    Warn,
     Skipped,
     /// Listed in --expected-failures, and failed.
     ExpectedFailure,
@@ -44,6 +47,7 @@ impl Status {
             Status::Fail => "fail",
             Status::Error => "error",
             Status::Timeout => "timeout",
+            Status::Warn => "warn",
             Status::Skipped => "skipped",
             Status::ExpectedFailure => "expected failure",
             Status::UnexpectedPass => "unexpected pass",
@@ -57,6 +61,7 @@ pub struct CaseReport {
     pub id: String,
     pub rule: String,
     pub summary: String,
+    pub level: Level,
     pub status: Status,
     pub duration_ms: u128,
     pub expected: Option<String>,
@@ -87,6 +92,8 @@ pub struct Config {
     pub replay: String,
     /// The crash family's kills, over all its cases (`--crash-kills`).
     pub crash_kills: usize,
+    /// `--strict`: a `should` case that does not pass fails the run.
+    pub strict: bool,
 }
 
 /// One case's seed: the run's seed mixed with the case id, so that a case
@@ -152,6 +159,7 @@ fn blank(config: &Config, case: &Case) -> CaseReport {
         id: case.id.to_string(),
         rule: rules::label(case.rule),
         summary: case.summary.to_string(),
+        level: case.level,
         status: Status::Pass,
         duration_ms: 0,
         expected: None,
@@ -196,6 +204,8 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
             report.reason = Some(reason.clone());
             Status::ExpectedFailure
         }
+        (None, Status::Pass) => Status::Pass,
+        (None, _) if case.level == Level::Should && !config.strict => Status::Warn,
         (None, status) => status,
     };
     if config.keep && report.status != Status::Pass {

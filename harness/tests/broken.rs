@@ -27,7 +27,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("no-reaping", "steps/lease-reaped-counted"),
     ("split-claim", "concurrency/drain-while-adding"),
     ("accepts-version-2", "refusal/format-version-2"),
-    ("uncounted-attempts", "steps/fail-backoff"),
+    ("uncounted-attempts", "steps/dead-after-max-attempts"),
     ("no-renew", "leases/renewed-while-running"),
     ("no-reaping", "crash/kill-workers-1"),
     ("sync-normal", "durability/add-acknowledged-after-sync"),
@@ -35,6 +35,9 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("sync-normal", "powerloss/subject-adds"),
     ("journal-off", "powerloss/subject-adds"),
     ("journal-off", "ioerror/add-disk-full"),
+    ("wal-before-checks", "refusal/format-version-2-delete"),
+    ("wal-before-checks", "refusal/no-meta-table-truncate"),
+    ("wal-before-checks", "refusal/missing-version-persist"),
 ];
 
 /// Bugs that only show when processes race.
@@ -140,4 +143,41 @@ fn junit_and_skips() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<testsuite name=\"format\"") && xml.contains("format/application-id"), "{xml}");
     assert!(xml.contains("<skipped"), "{xml}");
+}
+
+/// A `should` case that does not pass is a warning, reported with its level
+/// and without failing the run; `--strict` makes it fail, and JUnit shows
+/// the level.
+#[test]
+fn a_should_case_warns_and_fails_only_under_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("report.xml");
+    let program = broken();
+    let args = ["--impl", program.to_str().unwrap(), "--cases", "steps/fail-backoff"];
+    let env = [("UKUE_BROKEN", "uncounted-attempts")];
+    let mut lenient = args.to_vec();
+    lenient.extend(["--junit", junit.to_str().unwrap()]);
+    let (code, reports, stderr) = run_suite(&lenient, &env);
+    let report = reports.iter().find(|r| r["id"] == "steps/fail-backoff").expect("a report");
+    assert_eq!(
+        (report["status"].as_str(), report["level"].as_str()),
+        (Some("warn"), Some("should")),
+        "{report}"
+    );
+    assert!(report["expected"].is_string() && report["seen"].is_string(), "{report}");
+    assert_eq!(code, 0, "a warning does not fail the run: {stderr}");
+    assert_eq!(reports.last().unwrap()["summary"]["warn"], 1);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"name="level" value="should""#) && xml.contains(r#"name="status" value="warn""#),
+        "{xml}"
+    );
+
+    let mut strict = args.to_vec();
+    strict.push("--strict");
+    let (code, reports, _) = run_suite(&strict, &env);
+    let report = reports.iter().find(|r| r["id"] == "steps/fail-backoff").expect("a report");
+    assert_eq!(report["status"], "fail", "{report}");
+    assert_eq!(code, 1);
+    assert!(report["replay"].as_str().unwrap().contains("--strict"), "the replay keeps --strict: {report}");
 }

@@ -7,30 +7,53 @@ use std::collections::BTreeMap;
 
 use ukue_harness::{cases, embedded, rules};
 
-/// The `| \`id\` | §rule title | summary |` rows of CONFORMANCE.md.
-fn listed() -> BTreeMap<String, String> {
+/// One row of the case table of CONFORMANCE.md.
+#[derive(Debug, PartialEq, Eq)]
+struct Row {
+    level: String,
+    rule: String,
+    summary: String,
+}
+
+/// The `| \`id\` | level | §rule title | summary |` rows of CONFORMANCE.md.
+fn listed() -> BTreeMap<String, Row> {
     embedded::CONFORMANCE_MD
         .lines()
         .filter_map(|line| {
-            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
-            let rule = cells.get(2)?.strip_prefix('§')?.split_whitespace().next()?;
-            id.contains('/').then(|| (id.to_string(), rule.to_string()))
+            let cells: Vec<&str> = line.split(" | ").map(|c| c.trim().trim_matches('|').trim()).collect();
+            let id = cells.first()?.strip_prefix('`')?.strip_suffix('`')?;
+            let level = cells.get(1)?.to_string();
+            let rule = cells.get(2)?.strip_prefix('§')?.split_whitespace().next()?.to_string();
+            let summary = cells.get(3..)?.join(" | ");
+            id.contains('/').then(|| (id.to_string(), Row { level, rule, summary }))
         })
         .collect()
 }
 
 #[test]
-fn every_case_is_listed_with_its_rule_and_nothing_else_is() {
+fn every_case_is_listed_with_its_level_rule_and_summary_and_nothing_else_is() {
     let listed = listed();
-    let cases: BTreeMap<String, String> =
-        cases::all().into_iter().map(|c| (c.id.to_string(), c.rule.to_string())).collect();
+    let cases: BTreeMap<String, Row> = cases::all()
+        .into_iter()
+        .map(|c| {
+            let row = Row {
+                level: c.level.as_str().to_string(),
+                rule: c.rule.to_string(),
+                summary: c.summary.to_string(),
+            };
+            (c.id.to_string(), row)
+        })
+        .collect();
     let missing: Vec<&String> = cases.keys().filter(|id| !listed.contains_key(*id)).collect();
     let stale: Vec<&String> = listed.keys().filter(|id| !cases.contains_key(*id)).collect();
     assert!(missing.is_empty(), "cases that spec/CONFORMANCE.md does not list: {missing:?}");
     assert!(stale.is_empty(), "spec/CONFORMANCE.md lists cases that do not exist: {stale:?}");
-    for (id, rule) in &cases {
-        assert_eq!(listed.get(id), Some(rule), "{id}: CONFORMANCE.md names another rule");
+    for (id, row) in &cases {
+        assert_eq!(
+            listed.get(id),
+            Some(row),
+            "{id}: CONFORMANCE.md says otherwise (left) than the case (right)"
+        );
     }
 }
 

@@ -1,49 +1,66 @@
 //! bad-input: arguments outside what FORMAT.md allows (a queue of 0 or 201
-//! characters, a priority outside -100..100, max_attempts 0) and usage
-//! errors (an unknown flag, a duration that is not one, `work` without a
-//! command) are rejected before anything is written: exit status 2 (or 1),
-//! a message on stderr, no file made on a missing path, an existing file
-//! byte-for-byte unchanged. And a queue of exactly 200 characters, each of
-//! two bytes, is accepted.
+//! characters, a priority outside -100..100) are rejected: exit status 1
+//! (or 2), a message on stderr, and no job added. The published `add`
+//! creates a missing file (with the tables) before it looks at the job, so
+//! leaving no file behind, and an existing file byte-for-byte unchanged, is
+//! good practice (`should`), not the contract. Usage errors (an unknown
+//! flag, a duration that is not one, `work` without a command) come before
+//! any file is opened: nothing is written at all. `--attempts 0` means the
+//! default in the published command; rejecting it is a `should`. And a
+//! queue of exactly 200 characters, each of two bytes, is accepted.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Failure, FailureKind, Needs};
+use crate::case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
 use crate::ctx::{clip, path_str, Ctx, COMMAND_TIMEOUT};
 use crate::ensure;
 
 use super::common::{self, read};
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    let case =
+        |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), level: Level::Must, run };
+    let should = |id, rule, summary, run| Case { level: Level::Should, ..case(id, rule, summary, run) };
     vec![
         case(
             "bad-input/queue-empty",
             "3.2",
-            "add with an empty queue name is rejected, nothing written",
+            "add with an empty queue name is rejected, no job added",
             queue_empty,
         ),
         case(
             "bad-input/queue-201-chars",
             "3.2",
-            "add with a queue of 201 characters is rejected, nothing written",
+            "add with a queue of 201 characters is rejected, no job added",
             queue_201,
         ),
-        case(
-            "bad-input/priority-101",
-            "5.3",
-            "add --priority 101 is rejected, nothing written",
-            priority_101,
-        ),
+        case("bad-input/priority-101", "5.3", "add --priority 101 is rejected, no job added", priority_101),
         case(
             "bad-input/priority-minus-101",
             "5.3",
-            "add --priority -101 is rejected, nothing written",
+            "add --priority -101 is rejected, no job added",
             priority_minus_101,
         ),
-        case("bad-input/attempts-0", "5.3", "add --attempts 0 is rejected, nothing written", attempts_0),
+        case(
+            "bad-input/attempts-0",
+            "5.3",
+            "add --attempts 0 is rejected, or takes the default of 10 attempts as the published command does",
+            attempts_0,
+        ),
+        should(
+            "bad-input/attempts-0-rejected",
+            "5.3",
+            "add --attempts 0 is rejected, no job added",
+            attempts_0_rejected,
+        ),
+        should(
+            "bad-input/rejected-add-writes-nothing",
+            "5.3",
+            "a rejected add leaves no file on a missing path, and an existing file byte-for-byte unchanged",
+            rejected_add_writes_nothing,
+        ),
         case(
             "bad-input/unknown-flag",
             "5.3",
@@ -70,6 +87,15 @@ pub fn cases() -> Vec<Case> {
         ),
     ]
 }
+
+/// The adds whose values the format refuses, each with the same add with a
+/// value in range.
+const REJECTED_ADDS: &[(&[&str], &[&str])] = &[
+    (&["add", "FILE", "", "x"], &["add", "FILE", "q", "x"]),
+    (&["add", "FILE", "q", "x", "--priority", "101"], &["add", "FILE", "q", "x", "--priority", "100"]),
+    (&["add", "FILE", "q", "x", "--priority", "-101"], &["add", "FILE", "q", "x", "--priority", "-100"]),
+    (&["add", "FILE", "q", "x", "--attempts", "0"], &["add", "FILE", "q", "x", "--attempts", "1"]),
+];
 
 /// `template` with `FILE` replaced by `file`.
 fn fill(template: &[&str], file: &Path) -> Vec<String> {
@@ -121,36 +147,69 @@ fn expect_rejected(ctx: &Ctx, args: &[String], on: &str) -> Result<(), Failure> 
     }
 }
 
-/// The common body: `template` (with `FILE`) is rejected on a missing path,
-/// which stays missing, and on a file the subject made (`init`, one `add`),
-/// which stays byte-for-byte the same. Then `control` (with `FILE`), the
-/// same command with a good value, must succeed on that file, so that the
-/// rejection was for the value and not for the way it was spelled.
-fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>) -> CaseResult {
+/// What a rejection may leave on disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Nothing at all: no file on a missing path, an existing file
+    /// byte-for-byte the same (usage errors, and the `should` case).
+    Nothing,
+    /// No job: a missing path may become a file with the tables (as the
+    /// published `add` makes it), but holds no job; an existing file keeps
+    /// its jobs as they were.
+    NoJob,
+}
+
+/// The common body: `template` (with `FILE`) is rejected on a missing path
+/// and on a file the subject made (`init`, one `add`), leaving what
+/// `written` allows. Then `control` (with `FILE`), the same command with a
+/// good value, must succeed on that file, so that the rejection was for
+/// the value and not for the way it was spelled.
+fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, written: Written) -> CaseResult {
     let subject = ctx.subject().clone();
 
-    let missing = ctx.path("missing.ukue");
+    let missing = ctx.tracked_file(&format!("missing-{}.ukue", common::listing(&ctx.dir)?.len()));
     let before = common::listing(&ctx.dir)?;
     expect_rejected(ctx, &fill(template, &missing), "on a path that does not exist")?;
     let after = common::listing(&ctx.dir)?;
     let new: Vec<&String> = after.difference(&before).collect();
-    ensure!(
-        new.is_empty(),
-        format!("`{}` (on a path that does not exist) to make no file", shown(ctx, template)),
-        format!("new files in the directory: {new:?}")
-    );
+    match written {
+        Written::Nothing => ensure!(
+            new.is_empty(),
+            format!("`{}` (on a path that does not exist) to make no file", shown(ctx, template)),
+            format!("new files in the directory: {new:?}")
+        ),
+        Written::NoJob if missing.exists() => ensure!(
+            common::job_count(&missing)? == 0,
+            format!("`{}` (on a path that does not exist) to add no job", shown(ctx, template)),
+            format!("{} jobs in the file it made", common::job_count(&missing)?)
+        ),
+        Written::NoJob => {}
+    }
 
-    let file = ctx.tracked_file("existing.ukue");
+    let file = ctx.tracked_file(&format!("existing-{}.ukue", common::listing(&ctx.dir)?.len()));
     ctx.ok(&subject, &["init", path_str(&file)])?;
     ctx.add(&subject, &file, "q", "first", &[])?;
     let bytes = std::fs::read(&file)?;
+    let jobs = common::job_rows(&file)?;
     expect_rejected(ctx, &fill(template, &file), "on a file made by its own init and add")?;
-    let now = std::fs::read(&file)?;
-    ensure!(
-        now == bytes,
-        format!("`{}` to leave the file byte-for-byte unchanged", shown(ctx, template)),
-        format!("it changed: {}", common::bytes_diff(&bytes, &now))
-    );
+    match written {
+        Written::Nothing => {
+            let now = std::fs::read(&file)?;
+            ensure!(
+                now == bytes,
+                format!("`{}` to leave the file byte-for-byte unchanged", shown(ctx, template)),
+                format!("it changed: {}", common::bytes_diff(&bytes, &now))
+            );
+        }
+        Written::NoJob => {
+            let now = common::job_rows(&file)?;
+            ensure!(
+                now == jobs,
+                format!("`{}` to add no job and change none", shown(ctx, template)),
+                format!("the jobs were {jobs:?}, now {now:?}")
+            );
+        }
+    }
 
     if let Some(control) = control {
         let args = fill(control, &file);
@@ -166,42 +225,81 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>) -> CaseRes
     Ok(())
 }
 
+fn rejected_add(ctx: &mut Ctx, index: usize) -> CaseResult {
+    let (template, control) = REJECTED_ADDS[index];
+    reject(ctx, template, Some(control), Written::NoJob)
+}
+
 fn queue_empty(ctx: &mut Ctx) -> CaseResult {
-    reject(ctx, &["add", "FILE", "", "x"], Some(&["add", "FILE", "q", "x"]))
+    rejected_add(ctx, 0)
 }
 
 fn queue_201(ctx: &mut Ctx) -> CaseResult {
     let long = "q".repeat(201);
     let fine = "q".repeat(200);
-    reject(ctx, &["add", "FILE", &long, "x"], Some(&["add", "FILE", &fine, "x"]))
+    reject(ctx, &["add", "FILE", &long, "x"], Some(&["add", "FILE", &fine, "x"]), Written::NoJob)
 }
 
 fn priority_101(ctx: &mut Ctx) -> CaseResult {
-    reject(
-        ctx,
-        &["add", "FILE", "q", "x", "--priority", "101"],
-        Some(&["add", "FILE", "q", "x", "--priority", "100"]),
-    )
+    rejected_add(ctx, 1)
 }
 
 fn priority_minus_101(ctx: &mut Ctx) -> CaseResult {
-    reject(
-        ctx,
-        &["add", "FILE", "q", "x", "--priority", "-101"],
-        Some(&["add", "FILE", "q", "x", "--priority", "-100"]),
-    )
+    rejected_add(ctx, 2)
 }
 
+/// The published `add` reads `--attempts 0` as "the default" (10): either
+/// that, or a rejection that adds no job.
 fn attempts_0(ctx: &mut Ctx) -> CaseResult {
-    reject(
-        ctx,
-        &["add", "FILE", "q", "x", "--attempts", "0"],
-        Some(&["add", "FILE", "q", "x", "--attempts", "1"]),
-    )
+    let subject = ctx.subject().clone();
+    let file = ctx.tracked_file("attempts.ukue");
+    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let out = ctx.run(&subject, &["add", path_str(&file), "q", "x", "--attempts", "0"])?;
+    let jobs = common::job_rows(&file)?;
+    match out.status.code() {
+        Some(0) => {
+            let max: Vec<i64> = read(&file)?
+                .prepare("SELECT max_attempts FROM ukue_jobs")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            ensure!(
+                max == [10],
+                "`add --attempts 0`, when it succeeds, to add one job with the default max_attempts 10",
+                format!("max_attempts {max:?}")
+            );
+            Ok(())
+        }
+        Some(1 | 2) => {
+            ensure!(
+                jobs.is_empty(),
+                "`add --attempts 0`, when it is rejected, to add no job",
+                format!("jobs {jobs:?}")
+            );
+            Ok(())
+        }
+        _ => Err(Failure::fail(
+            "`add --attempts 0` to add a job with 10 attempts (exit 0), or to be rejected (exit 1 or 2)",
+            common::outcome(&out),
+        )),
+    }
+}
+
+fn attempts_0_rejected(ctx: &mut Ctx) -> CaseResult {
+    rejected_add(ctx, 3)
+}
+
+fn rejected_add_writes_nothing(ctx: &mut Ctx) -> CaseResult {
+    let long = "q".repeat(201);
+    let mut templates: Vec<Vec<&str>> = REJECTED_ADDS[..3].iter().map(|(t, _)| t.to_vec()).collect();
+    templates.push(vec!["add", "FILE", &long, "x"]);
+    for template in &templates {
+        reject(ctx, template, None, Written::Nothing)?;
+    }
+    Ok(())
 }
 
 fn unknown_flag(ctx: &mut Ctx) -> CaseResult {
-    reject(ctx, &["add", "FILE", "q", "x", "--no-such-flag"], None)
+    reject(ctx, &["add", "FILE", "q", "x", "--no-such-flag"], None, Written::Nothing)
 }
 
 fn bad_duration(ctx: &mut Ctx) -> CaseResult {
@@ -209,11 +307,12 @@ fn bad_duration(ctx: &mut Ctx) -> CaseResult {
         ctx,
         &["add", "FILE", "q", "x", "--delay", "soon"],
         Some(&["add", "FILE", "q", "x", "--delay", "1h30m"]),
+        Written::Nothing,
     )
 }
 
 fn work_without_command(ctx: &mut Ctx) -> CaseResult {
-    reject(ctx, &["work", "FILE", "q"], None)
+    reject(ctx, &["work", "FILE", "q"], None, Written::Nothing)
 }
 
 fn queue_200_accepted(ctx: &mut Ctx) -> CaseResult {

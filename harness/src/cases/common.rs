@@ -123,6 +123,22 @@ pub fn job_count(file: &Path) -> Result<i64, Failure> {
     Ok(read(file)?.query_row("SELECT count(*) FROM ukue_jobs", [], |r| r.get(0))?)
 }
 
+/// Every job of the file, a line each in id order, every column shown.
+pub fn job_rows(file: &Path) -> Result<Vec<String>, Failure> {
+    let conn = read(file)?;
+    let mut st = conn.prepare(
+        "SELECT id, queue, state, priority, attempts, max_attempts, run_at, lease_until, token, \
+         last_error, created_at, updated_at, hex(payload) FROM ukue_jobs ORDER BY id",
+    )?;
+    let rows = st.query_map([], |r| {
+        let cells: Vec<String> = (0..13)
+            .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+            .collect::<Result<_, _>>()?;
+        Ok(cells.join(" "))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// One job's state and attempts, or None when it is gone.
 pub fn job_row(file: &Path, id: i64) -> Result<Option<(String, i64)>, Failure> {
     let conn = read(file)?;

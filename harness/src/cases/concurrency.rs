@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
 use crate::ctx::{path_str, Ctx};
 use crate::history::Added;
@@ -20,6 +20,7 @@ pub fn cases() -> Vec<Case> {
         rule: "6.3",
         summary: "3 workers × concurrency 3 drain jobs that 3 producers add at once: each runs exactly once",
         needs: Needs::default(),
+        level: Level::Must,
         run: drain_while_adding,
     }]
 }

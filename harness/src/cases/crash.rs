@@ -27,7 +27,7 @@ use nix::unistd::Pid;
 use rand::Rng;
 use rusqlite::OptionalExtension;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
 use crate::ctx::{path_str, Ctx};
 use crate::history::{Added, History};
@@ -37,7 +37,14 @@ use crate::subject::Subject;
 use super::common::{self, Worker};
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, summary, run| Case { id, rule: "6.3", summary, needs: Needs::default(), run };
+    let case = |id, summary, run| Case {
+        id,
+        rule: "6.3",
+        summary,
+        needs: Needs::default(),
+        level: Level::Must,
+        run,
+    };
     vec![
         case(
             "crash/kill-workers-1",

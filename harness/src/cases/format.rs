@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::ctx::{path_str, Ctx};
 use crate::embedded::FORMAT_MD;
 use crate::{ensure, ensure_eq};
@@ -11,7 +11,8 @@ use crate::{ensure, ensure_eq};
 use super::common::read;
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    let case =
+        |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), level: Level::Must, run };
     vec![
         case("format/application-id", "1.3", "init stamps application_id 0x756B7565", application_id),
         case("format/journal-mode-wal", "1.2", "init leaves the file in WAL mode", journal_mode),
@@ -21,7 +22,16 @@ pub fn cases() -> Vec<Case> {
             "ukue_meta holds format_version 1, created_at, created_by",
             meta_keys,
         ),
-        case("format/schema", "3.2", "tables, columns, defaults, CHECKs and indexes are FORMAT.md's", schema),
+        case("format/schema", "3.2", "tables, columns, types, defaults and CHECKs are FORMAT.md's", schema),
+        Case {
+            level: Level::Should,
+            ..case(
+                "format/indexes",
+                "3.2",
+                "init creates the four indexes of FORMAT.md (other programs need not)",
+                indexes,
+            )
+        },
         case("format/add-creates-file", "3.3", "add on a missing path creates a version 1 file", add_creates),
     ]
 }
@@ -73,40 +83,64 @@ fn meta_keys(ctx: &mut Ctx) -> CaseResult {
     Ok(())
 }
 
-/// The schema facts of a database, one line each, comparable across files.
-pub fn schema_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
+/// A fact of a database's schema, one line, comparable across files.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Fact {
+    /// The column a fact is about (None: the table as a whole).
+    column: Option<String>,
+    text: String,
+}
+
+/// The facts of the two tables: WITHOUT ROWID, AUTOINCREMENT, the CHECKs,
+/// and each column's type, NOT NULL, default and primary key. Column order
+/// is no fact: every statement names its columns.
+pub fn table_facts(conn: &Connection) -> Result<Vec<Fact>, Failure> {
     let mut facts = Vec::new();
     for table in ["ukue_meta", "ukue_jobs"] {
+        let whole = |text: String| Fact { column: None, text };
         let sql: Option<String> = conn
             .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| {
                 r.get(0)
             })
             .ok();
         let Some(sql) = sql else {
-            facts.push(format!("{table}: missing"));
+            facts.push(whole(format!("{table}: missing")));
             continue;
         };
         let flat = sql.to_uppercase().split_whitespace().collect::<Vec<_>>().join(" ");
-        facts.push(format!("{table}: without rowid {}", flat.ends_with("WITHOUT ROWID")));
-        facts.push(format!("{table}: autoincrement {}", flat.contains("AUTOINCREMENT")));
+        facts.push(whole(format!("{table}: without rowid {}", flat.ends_with("WITHOUT ROWID"))));
+        facts.push(whole(format!("{table}: autoincrement {}", flat.contains("AUTOINCREMENT"))));
         for check in checks(&flat) {
-            facts.push(format!("{table}: {check}"));
+            facts.push(whole(format!("{table}: {check}")));
         }
         let mut st = conn.prepare(&format!("PRAGMA table_xinfo({table})"))?;
         let cols = st.query_map([], |r| {
-            Ok(format!(
-                "{table}.{}: type {} notnull {} default {} pk {}",
-                r.get::<_, String>(1)?,
+            let name: String = r.get(1)?;
+            let notnull: i64 = r.get(3)?;
+            let default: Option<String> = r.get(4)?;
+            let text = format!(
+                "{table}.{name}: type {} notnull {notnull} default {} pk {}",
                 r.get::<_, String>(2)?.to_uppercase(),
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<String>>(4)?.unwrap_or_else(|| "none".into()),
+                default.as_deref().unwrap_or("none"),
                 r.get::<_, i64>(5)?
-            ))
+            );
+            // A column a later release may add (FORMAT.md §2.2) needs a
+            // default, or must allow NULL, so that older writers can insert.
+            let addable = notnull == 0 || default.is_some();
+            Ok(Fact { column: Some(format!("{table}.{name} addable {addable}")), text })
         })?;
         for col in cols {
             facts.push(col?);
         }
     }
+    facts.sort();
+    Ok(facts)
+}
+
+/// The facts of the `ukue_jobs_*` indexes that FORMAT.md names: key columns
+/// and partial WHERE. The direction of a key is no fact: either serves.
+pub fn index_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
+    let mut facts = Vec::new();
     let mut st = conn.prepare(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ukue_jobs' AND sql IS NOT NULL ORDER BY name",
     )?;
@@ -120,18 +154,36 @@ pub fn schema_facts(conn: &Connection) -> Result<Vec<String>, Failure> {
         let partial = flat.split_once(" WHERE ").map(|(_, w)| w.to_string()).unwrap_or_default();
         let mut st = conn.prepare(&format!("PRAGMA index_xinfo({name})"))?;
         let cols: Vec<String> = st
-            .query_map([], |r| {
-                Ok((r.get::<_, Option<String>>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(5)?))
-            })?
+            .query_map([], |r| Ok((r.get::<_, Option<String>>(2)?, r.get::<_, i64>(5)?)))?
             .filter_map(|c| c.ok())
-            .filter(|(_, _, key)| *key == 1)
-            .map(|(name, desc, _)| {
-                format!("{}{}", name.unwrap_or_default(), if desc == 1 { " DESC" } else { "" })
-            })
+            .filter(|(_, key)| *key == 1)
+            .map(|(name, _)| name.unwrap_or_default())
             .collect();
         facts.push(format!("index {name}: ({}) where {partial}", cols.join(", ")));
     }
     Ok(facts)
+}
+
+/// What of `expected` is missing from `seen`, and what `seen` has beyond
+/// it that FORMAT.md §2.2 does not allow (a column without a default that
+/// an older writer could not fill, a constraint more).
+fn table_differences(seen: &[Fact], expected: &[Fact]) -> (Vec<String>, Vec<String>) {
+    let known_columns: Vec<&str> = expected
+        .iter()
+        .filter_map(|f| f.column.as_deref())
+        .filter_map(|c| c.split_once(' ').map(|(name, _)| name))
+        .collect();
+    let missing = expected.iter().filter(|f| !seen.contains(f)).map(|f| f.text.clone()).collect();
+    let extra = seen
+        .iter()
+        .filter(|f| !expected.contains(f))
+        .filter(|f| match f.column.as_deref().and_then(|c| c.split_once(' ')) {
+            Some((name, addable)) => known_columns.contains(&name) || addable == "addable false",
+            None => true,
+        })
+        .map(|f| f.text.clone())
+        .collect();
+    (missing, extra)
 }
 
 /// The CHECK constraints of a CREATE TABLE, in order.
@@ -176,19 +228,33 @@ pub fn format_md_schema() -> Result<Connection, Failure> {
     Ok(conn)
 }
 
-fn schema(ctx: &mut Ctx) -> CaseResult {
-    let file = init(ctx)?;
-    let expected = schema_facts(&format_md_schema()?)?;
-    let seen = schema_facts(&read(&file)?)?;
-    let missing: Vec<&String> = expected.iter().filter(|f| !seen.contains(f)).collect();
-    let extra: Vec<&String> = seen.iter().filter(|f| !expected.contains(f)).collect();
+/// The tables of `file` against FORMAT.md's (§3.1, §3.2).
+fn tables_as_format_md(file: &std::path::Path) -> CaseResult {
+    let expected = table_facts(&format_md_schema()?)?;
+    let seen = table_facts(&read(file)?)?;
+    let (missing, extra) = table_differences(&seen, &expected);
     ensure!(
         missing.is_empty() && extra.is_empty(),
-        format!(
-            "the schema of FORMAT.md, which includes:\n{}",
-            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
-        ),
-        format!("instead:\n{}", extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"))
+        format!("the tables of FORMAT.md §3, which include:\n{}", missing.join("\n")),
+        format!("instead:\n{}", extra.join("\n"))
+    );
+    Ok(())
+}
+
+fn schema(ctx: &mut Ctx) -> CaseResult {
+    let file = init(ctx)?;
+    tables_as_format_md(&file)
+}
+
+fn indexes(ctx: &mut Ctx) -> CaseResult {
+    let file = init(ctx)?;
+    let expected = index_facts(&format_md_schema()?)?;
+    let seen = index_facts(&read(&file)?)?;
+    let missing: Vec<&String> = expected.iter().filter(|f| !seen.contains(f)).collect();
+    ensure!(
+        missing.is_empty(),
+        "the four indexes of FORMAT.md §3.2 (the published command creates them with the tables)",
+        format!("missing or different: {missing:?}; the file has {seen:?}")
     );
     Ok(())
 }
@@ -204,8 +270,5 @@ fn add_creates(ctx: &mut Ctx) -> CaseResult {
     ensure_eq!(version.as_str(), "1", "format_version");
     let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     ensure_eq!(app, 0x756B7565, "application_id");
-    let facts = schema_facts(&conn)?;
-    let expected = schema_facts(&format_md_schema()?)?;
-    ensure!(facts == expected, "the schema of FORMAT.md", format!("{facts:#?}"));
-    Ok(())
+    tables_as_format_md(&file)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Needs};
+use crate::case::{Case, CaseResult, Level, Needs};
 use crate::ctx::{clip, path_str, Ctx};
 use crate::ensure;
 use crate::history::Added;
@@ -21,7 +21,8 @@ use super::common;
 const JOBS: usize = 20;
 
 pub fn cases() -> Vec<Case> {
-    let case = |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), run };
+    let case =
+        |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), level: Level::Must, run };
     vec![
         case(
             "interop/reference-adds-subject-works",

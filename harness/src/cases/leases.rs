@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::case::{Case, CaseResult, Failure, Needs};
+use crate::case::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
 use crate::ctx::{path_str, Ctx};
 use crate::history::{Added, Execution};
@@ -20,6 +20,7 @@ pub fn cases() -> Vec<Case> {
             rule: "6.2",
             summary: "a job that runs three leases long is renewed and runs once, undisturbed",
             needs: Needs::default(),
+            level: Level::Must,
             run: renewed_while_running,
         },
         Case {
@@ -28,6 +29,7 @@ pub fn cases() -> Vec<Case> {
             summary:
                 "a worker stopped past its lease loses the job; after SIGCONT its late finish is refused",
             needs: Needs::default(),
+            level: Level::Must,
             run: stopped_worker_loses_job,
         },
     ]

@@ -7,15 +7,19 @@ mod compat;
 mod concurrency;
 mod crash;
 mod durability;
+mod fixture;
 mod format;
 mod interop;
 mod ioerror;
 mod leases;
+pub mod manifest;
 mod powerloss;
 mod refusal;
 mod steps;
 
 use crate::case::Case;
+
+pub use fixture::source;
 
 /// Every case, in a stable order.
 pub fn all() -> Vec<Case> {

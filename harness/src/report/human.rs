@@ -7,6 +7,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{counts, Reporter};
+use crate::case::Level;
 use crate::runner::{CaseReport, Status};
 
 pub struct Human {
@@ -28,7 +29,13 @@ impl Human {
 
 /// The full account of one case that did not pass.
 pub fn failure_text(r: &CaseReport) -> String {
-    let mut text = format!("{} {}\n  rule:     {}\n", r.status.as_str().to_uppercase(), r.id, r.rule);
+    let mut text = format!(
+        "{} {} ({})\n  rule:     {}\n",
+        r.status.as_str().to_uppercase(),
+        r.id,
+        r.level.as_str(),
+        r.rule
+    );
     if let Some(expected) = &r.expected {
         text.push_str(&format!("  expected: {}\n", indent(expected)));
     }
@@ -74,7 +81,7 @@ impl Reporter for Human {
     fn case_done(&mut self, r: &CaseReport) {
         self.bar.inc(1);
         self.bar.set_message(r.id.clone());
-        if r.status.is_bad() {
+        if r.status.is_bad() || r.status == Status::Warn {
             self.say(failure_text(r));
         } else if self.verbose || r.status == Status::ExpectedFailure {
             let mut line = format!("{:<16} {} ({} ms)", r.status.as_str(), r.id, r.duration_ms);
@@ -93,28 +100,34 @@ impl Reporter for Human {
     }
 }
 
-/// The table by family, the counts, and how to replay what did not pass.
+/// The table by family and level, the counts, and how to replay what did
+/// not pass.
 pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
-    families.dedup();
-    families.sort();
-    families.dedup();
+    let mut groups: Vec<(&str, Level)> =
+        reports.iter().map(|r| (r.id.split('/').next().unwrap_or(""), r.level)).collect();
+    groups.sort_by_key(|(family, level)| (*family, level.as_str()));
+    groups.dedup();
     let _ = writeln!(
         out,
-        "{:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
-        "family", "pass", "fail", "error", "timeout", "skipped"
+        "{:<14} {:<6} {:>5} {:>5} {:>5} {:>6} {:>8} {:>8}",
+        "family", "level", "pass", "fail", "warn", "error", "timeout", "skipped"
     );
-    for family in families {
+    for (family, level) in groups {
         let of = |s: Status| {
-            reports.iter().filter(|r| r.id.starts_with(&format!("{family}/")) && r.status == s).count()
+            reports
+                .iter()
+                .filter(|r| r.id.split('/').next() == Some(family) && r.level == level && r.status == s)
+                .count()
         };
         let _ = writeln!(
             out,
-            "{family:<14} {:>5} {:>5} {:>6} {:>8} {:>8}",
+            "{family:<14} {:<6} {:>5} {:>5} {:>5} {:>6} {:>8} {:>8}",
+            level.as_str(),
             of(Status::Pass) + of(Status::ExpectedFailure),
             of(Status::Fail) + of(Status::UnexpectedPass),
+            of(Status::Warn),
             of(Status::Error),
             of(Status::Timeout),
             of(Status::Skipped),
@@ -123,18 +136,21 @@ pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
     let line: Vec<String> =
         counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
     let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
-    let bad: Vec<&CaseReport> = reports.iter().filter(|r| r.status.is_bad()).collect();
-    if !bad.is_empty() {
+    let replay: Vec<&CaseReport> =
+        reports.iter().filter(|r| r.status.is_bad() || r.status == Status::Warn).collect();
+    if !replay.is_empty() {
         let _ = writeln!(out, "\nto replay the cases that did not pass:");
-        for r in bad {
+        for r in replay {
             let _ = writeln!(out, "  {}", r.replay);
         }
     }
     let skipped = reports.iter().filter(|r| r.status == Status::Skipped).count();
+    let warned = reports.iter().filter(|r| r.status == Status::Warn).count();
     let failed = reports.iter().filter(|r| r.status.is_bad()).count();
-    let passed = reports.len() - skipped - failed;
+    let passed = reports.len() - skipped - warned - failed;
+    let warned = if warned > 0 { format!(", {warned} warnings (should)") } else { String::new() };
     let skipped = if skipped > 0 { format!(", {skipped} skipped") } else { String::new() };
-    let _ = writeln!(out, "\n{passed} passed{skipped}, {failed} failed");
+    let _ = writeln!(out, "\n{passed} passed{warned}{skipped}, {failed} failed");
     out
 }
 
@@ -147,6 +163,7 @@ mod tests {
             id: id.into(),
             rule: "FORMAT.md §5".into(),
             summary: String::new(),
+            level: if id.ends_with("-should") { Level::Should } else { Level::Must },
             status,
             duration_ms: 1,
             expected: None,
@@ -167,9 +184,15 @@ mod tests {
             report("crash/a", Status::Skipped),
             report("crash/b", Status::Fail),
             report("crash/c", Status::Timeout),
+            report("steps/d-should", Status::Warn),
         ];
         let text = summary(&reports, Duration::from_secs(1));
-        assert!(text.ends_with("\n2 passed, 1 skipped, 2 failed\n"), "{text}");
+        assert!(text.ends_with("\n2 passed, 1 warnings (should), 1 skipped, 2 failed\n"), "{text}");
+        assert!(
+            text.contains("  ukue-conformance --cases steps/d-should\n"),
+            "a warning is replayed: {text}"
+        );
+        assert!(text.contains("\nsteps          should     0     0     1"), "{text}");
         assert!(text.contains("  ukue-conformance --cases crash/b\n"), "{text}");
         assert!(!text.contains("--cases crash/a"), "a skipped case is not replayed: {text}");
         let clean = summary(&reports[..1], Duration::from_secs(1));

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::report::human::failure_text;
 use crate::runner::{CaseReport, Status};
@@ -18,7 +18,7 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
         let mut suite = TestSuite::new(family);
         for r in reports.iter().filter(|r| r.id.split('/').next() == Some(family)) {
             let status = match r.status {
-                Status::Pass | Status::ExpectedFailure => TestCaseStatus::success(),
+                Status::Pass | Status::ExpectedFailure | Status::Warn => TestCaseStatus::success(),
                 Status::Skipped => {
                     let mut s = TestCaseStatus::skipped();
                     if let Some(reason) = &r.reason {
@@ -41,6 +41,13 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
             };
             let mut case = TestCase::new(r.id.clone(), status);
             case.set_classname(family);
+            case.add_property(Property::new("level", r.level.as_str()));
+            case.add_property(Property::new("status", r.status.as_str()));
+            if r.status == Status::Warn {
+                // JUnit knows no warning: the case counts as passed, and
+                // says why it is a warning where CI systems show output.
+                case.set_system_out(failure_text(r));
+            }
             case.set_time(Duration::from_millis(r.duration_ms as u64));
             suite.add_test_case(case);
         }

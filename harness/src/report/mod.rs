@@ -20,7 +20,7 @@ pub trait Reporter: Send {
 /// Counts per status, in a fixed order.
 pub fn counts(reports: &[CaseReport]) -> Vec<(&'static str, usize)> {
     use crate::runner::Status::*;
-    [Pass, Fail, Error, Timeout, UnexpectedPass, ExpectedFailure, Skipped]
+    [Pass, Warn, Fail, Error, Timeout, UnexpectedPass, ExpectedFailure, Skipped]
         .into_iter()
         .map(|s| (s.as_str(), reports.iter().filter(|r| r.status == s).count()))
         .collect()
