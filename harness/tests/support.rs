@@ -40,3 +40,18 @@ pub fn run_suite(args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<serde_json::V
     let reports = stdout.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).collect();
     (out.status.code().unwrap_or(-1), reports, String::from_utf8_lossy(&out.stderr).into_owned())
 }
+
+/// Whether `tool` is on PATH. A test that needs it and finds none says so
+/// and returns; with `CI` set (as `.ci/run`, which installs every tool,
+/// sets it) a missing tool fails the test instead, so that CI never passes
+/// a test it did not run.
+pub fn have(tool: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
+    if !found {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(!ci, "{tool} is not on PATH, and CI is set: .ci/run installs it");
+        eprintln!("SKIPPED: {tool} is not on PATH; this test did not run");
+    }
+    found
+}
