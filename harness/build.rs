@@ -7,7 +7,7 @@
 //!
 //! Writes to OUT_DIR:
 //! - `fixtures.rs`: `FIXTURES`, (path under fixtures/, bytes), for
-//!   src/embedded.rs;
+//!   src/cases/fixture.rs;
 //! - `refusal_runs.rs`, `compat_runs.rs`: one function a manifest case
 //!   (see src/cases/refusal.rs).
 

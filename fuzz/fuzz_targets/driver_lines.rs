@@ -1,4 +1,4 @@
-//! `driver_lines`: see ukue_harness::fuzzing::driver_lines.
+//! `driver_lines`: see ukue_harness::explore::fuzzing::driver_lines.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ukue_harness::fuzzing::driver_lines(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ukue_harness::explore::fuzzing::driver_lines(data));

@@ -1,10 +1,15 @@
-//! What happened in a run: the jobs producers added (with the ids they
-//! printed) and every execution the probe recorded, paired start to end.
+//! History: what happened in a run: the jobs producers added (with the ids
+//! they printed), every execution the probe recorded, paired start to end,
+//! and the file's jobs at the end. Kept with a failing case as Jepsen-style
+//! operations ([`HistoryOp`]).
+//!
+//! [`HistoryOp`]: crate::history::HistoryOp
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use crate::probe::{Record, RecordKind};
+use crate::subjects::observe::file::open_read_only;
+use crate::subjects::probe::{Record, RecordKind};
 
 /// A job a producer added and acknowledged (printed its id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,29 +64,15 @@ pub struct History {
     pub final_jobs: BTreeMap<i64, FinalJob>,
 }
 
-impl History {
-    /// Executions of each job, in start order.
-    pub fn by_job(&self) -> BTreeMap<i64, Vec<&Execution>> {
-        let mut map: BTreeMap<i64, Vec<&Execution>> = BTreeMap::new();
-        for e in &self.executions {
-            map.entry(e.job).or_default().push(e);
-        }
-        for runs in map.values_mut() {
-            runs.sort_by_key(|e| (e.start_ms, e.attempt));
-        }
-        map
-    }
-}
-
 /// One operation in the Jepsen style: a process invoked something, and it
 /// went ok, failed, or nobody knows (the process died first).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Op {
+pub struct HistoryOp {
     /// `add JOB by PRODUCER`, or `run` by the probe's pid.
     pub process: String,
     pub f: &'static str,
     #[serde(rename = "type")]
-    pub kind: OpKind,
+    pub kind: HistoryOpKind,
     pub job: i64,
     pub attempt: Option<i64>,
     pub at_ms: Option<i64>,
@@ -89,7 +80,7 @@ pub struct Op {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OpKind {
+pub enum HistoryOpKind {
     Invoke,
     Ok,
     Fail,
@@ -99,14 +90,14 @@ pub enum OpKind {
 impl History {
     /// The history as operations, in time order (adds first: producers
     /// report only what they acknowledged).
-    pub fn ops(&self) -> Vec<Op> {
-        let mut ops: Vec<Op> = self
+    pub fn ops(&self) -> Vec<HistoryOp> {
+        let mut ops: Vec<HistoryOp> = self
             .added
             .iter()
-            .map(|a| Op {
+            .map(|a| HistoryOp {
                 process: a.by.clone(),
                 f: "add",
-                kind: OpKind::Ok,
+                kind: HistoryOpKind::Ok,
                 job: a.job,
                 attempt: None,
                 at_ms: None,
@@ -115,7 +106,7 @@ impl History {
         let mut runs = Vec::new();
         for e in &self.executions {
             let process = format!("probe {} (worker {})", e.pid, e.worker_pid);
-            let op = |kind, at_ms| Op {
+            let op = |kind, at_ms| HistoryOp {
                 process: process.clone(),
                 f: "run",
                 kind,
@@ -123,11 +114,11 @@ impl History {
                 attempt: Some(e.attempt),
                 at_ms,
             };
-            runs.push(op(OpKind::Invoke, Some(e.start_ms)));
+            runs.push(op(HistoryOpKind::Invoke, Some(e.start_ms)));
             runs.push(match (e.end_ms, e.exit) {
-                (Some(end), Some(0)) => op(OpKind::Ok, Some(end)),
-                (Some(end), _) => op(OpKind::Fail, Some(end)),
-                (None, _) => op(OpKind::Unknown, None),
+                (Some(end), Some(0)) => op(HistoryOpKind::Ok, Some(end)),
+                (Some(end), _) => op(HistoryOpKind::Fail, Some(end)),
+                (None, _) => op(HistoryOpKind::Unknown, None),
             });
         }
         runs.sort_by_key(|o| o.at_ms.unwrap_or(i64::MAX));
@@ -203,8 +194,7 @@ pub fn read_log(path: &Path) -> Result<Vec<Execution>, String> {
 
 /// The jobs of a ukue file, read without writing.
 pub fn final_jobs(file: &Path) -> rusqlite::Result<BTreeMap<i64, FinalJob>> {
-    let conn = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let conn = open_read_only(file)?;
     let mut st = conn.prepare("SELECT id, state, attempts, max_attempts FROM ukue_jobs ORDER BY id")?;
     let rows = st.query_map([], |r| {
         Ok(FinalJob { id: r.get(0)?, state: r.get(1)?, attempts: r.get(2)?, max_attempts: r.get(3)? })
@@ -242,8 +232,8 @@ mod tests {
         assert_eq!((runs[2].job, runs[2].end_ms), (3, None), "a killed probe has no end");
         assert!(executions("not json").is_err());
         let history = History { executions: runs, ..History::default() };
-        let kinds: Vec<OpKind> = history.ops().iter().map(|o| o.kind).collect();
-        use OpKind::*;
+        let kinds: Vec<HistoryOpKind> = history.ops().iter().map(|o| o.kind).collect();
+        use HistoryOpKind::*;
         assert_eq!(kinds, [Invoke, Invoke, Ok, Fail, Invoke, Unknown]);
     }
 }

@@ -1,6 +1,8 @@
 //! Runs cases: each in a fresh directory, in parallel up to `jobs`, each
 //! bounded by a timeout, every process it started killed at its end. The
 //! runner only produces [`CaseReport`]s; reporters decide what to show.
+//!
+//! [`CaseReport`]: crate::runner::CaseReport
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::case::{Case, Failure, FailureKind, Level};
+use crate::cases::{Case, Failure, FailureKind, Level};
 use crate::check;
-use crate::ctx::Ctx;
 use crate::report::Reporter;
-use crate::rules;
-use crate::subject::Subjects;
+use crate::spec as rules;
+use crate::subjects::ctx::Ctx;
+use crate::subjects::Subjects;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

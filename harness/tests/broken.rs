@@ -78,32 +78,16 @@ fn expected_failures_are_reported_and_a_listed_pass_fails_the_run() {
     let list = dir.path().join("known.txt");
     std::fs::write(&list, "# known bugs\nsteps/claim-order-priority  priorities are reversed\n").unwrap();
     let list = list.to_str().unwrap();
-    let (code, reports, _) = run_suite(
-        &[
-            "--impl",
-            broken().to_str().unwrap(),
-            "--cases",
-            "steps/claim-order-*",
-            "--expected-failures",
-            list,
-        ],
-        &[("UKUE_BROKEN", "reversed-priority")],
-    );
+    let listed_run = |subject: std::path::PathBuf, cases: &str, env: &[(&str, &str)]| {
+        run_suite(&["--impl", subject.to_str().unwrap(), "--cases", cases, "--expected-failures", list], env)
+    };
+    let (code, reports, _) =
+        listed_run(broken(), "steps/claim-order-*", &[("UKUE_BROKEN", "reversed-priority")]);
     let status =
         |id: &str| reports.iter().find(|r| r["id"] == id).map(|r| r["status"].as_str().unwrap().to_string());
     assert_eq!(status("steps/claim-order-priority").as_deref(), Some("expected_failure"));
     assert_eq!(code, 1, "claim-order-run-at also fails on reversed priorities, and is not listed");
-    let (code, reports, _) = run_suite(
-        &[
-            "--impl",
-            reference().to_str().unwrap(),
-            "--cases",
-            "steps/claim-order-priority",
-            "--expected-failures",
-            list,
-        ],
-        &[],
-    );
+    let (code, reports, _) = listed_run(reference(), "steps/claim-order-priority", &[]);
     let status = reports.iter().find(|r| r["id"] == "steps/claim-order-priority").unwrap()["status"].clone();
     assert_eq!(status, "unexpected_pass");
     assert_eq!(code, 1);

@@ -5,7 +5,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use ukue_harness::{cases, embedded, rules};
+use ukue_harness::{cases, spec};
 
 /// One row of the case table of CONFORMANCE.md.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,7 +17,7 @@ struct Row {
 
 /// The `| \`id\` | level | §rule title | summary |` rows of CONFORMANCE.md.
 fn listed() -> BTreeMap<String, Row> {
-    embedded::CONFORMANCE_MD
+    spec::CONFORMANCE_MD
         .lines()
         .filter_map(|line| {
             let cells: Vec<&str> = line.split(" | ").map(|c| c.trim().trim_matches('|').trim()).collect();
@@ -62,7 +62,7 @@ fn every_case_names_a_rule_of_format_md_and_ids_are_unique() {
     let all = cases::all();
     let mut ids = std::collections::BTreeSet::new();
     for case in &all {
-        assert!(rules::title(case.rule).is_some(), "{}: FORMAT.md has no section {}", case.id, case.rule);
+        assert!(spec::title(case.rule).is_some(), "{}: FORMAT.md has no section {}", case.id, case.rule);
         assert!(ids.insert(case.id), "{} twice", case.id);
         let (family, name) = case.id.split_once('/').expect("family/name");
         assert!(!family.is_empty() && !name.is_empty() && !name.contains('/'), "{}", case.id);

@@ -9,8 +9,8 @@ mod support;
 use std::path::Path;
 
 use serde_json::{json, Value};
-use ukue_harness::driver::client::{DriverCommand, DriverProcess};
-use ukue_harness::driver::{CAP_NOW_MS, PROTOCOL_VERSION};
+use ukue_harness::subjects::driver::client::{DriverCommand, DriverProcess};
+use ukue_harness::subjects::driver::{CAP_NOW_MS, PROTOCOL_VERSION};
 
 const NOW: i64 = 1_700_000_000_000;
 

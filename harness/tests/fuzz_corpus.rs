@@ -1,5 +1,5 @@
 //! Replays every seed of fixtures/fuzz/<target>/ through the fuzz
-//! targets' functions (ukue_harness::fuzzing), on stable Rust, so that CI
+//! targets' functions (ukue_harness::explore::fuzzing), on stable Rust, so that CI
 //! runs the corpus that fuzz/run.sh starts from (and any crash input
 //! saved there as a regression).
 
@@ -9,7 +9,7 @@ use std::path::Path;
 fn every_seed_passes_its_target() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz");
     let mut failures = Vec::new();
-    for (name, target) in ukue_harness::fuzzing::TARGETS {
+    for (name, target) in ukue_harness::explore::fuzzing::TARGETS {
         let dir = root.join(name);
         let mut seeds: Vec<_> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -43,21 +43,23 @@ fn every_seed_passes_its_target() {
 #[test]
 fn the_targets_catch_what_they_look_for() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/ops_vs_model");
-    let bug = ukue_harness::broken::bug("uncounted-attempts").unwrap();
-    let broken = ukue_harness::model::run::Target::InProcess(ukue_harness::broken::spec(bug).unwrap());
+    let bug = ukue_harness::subjects::broken::bug("uncounted-attempts").unwrap();
+    let broken =
+        ukue_harness::explore::run::Target::InProcess(ukue_harness::subjects::broken::spec(bug).unwrap());
     let caught = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
         .filter(|data| {
-            std::panic::catch_unwind(|| ukue_harness::fuzzing::ops_vs_model_on(&broken, data)).is_err()
+            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, data))
+                .is_err()
         })
         .count();
     assert!(caught >= 1, "no ops_vs_model seed catches uncounted attempts");
 
-    let mut handler = ukue_harness::driver::Handler::new(ukue::Spec::builtin());
-    let reply = handler.handle_line("{\"op\": \"claim\"}");
-    let answer: ukue_harness::driver::Answer = serde_json::from_str(&reply).unwrap();
-    assert_eq!(answer.error, Some(ukue_harness::driver::ErrorKind::Invalid), "{reply}");
+    let mut driver = ukue_harness::subjects::driver::ReferenceDriver::new(ukue::Spec::builtin());
+    let reply = driver.handle_line("{\"op\": \"claim\"}");
+    let answer: ukue_harness::subjects::driver::Answer = serde_json::from_str(&reply).unwrap();
+    assert_eq!(answer.error, Some(ukue_harness::subjects::driver::ErrorKind::Invalid), "{reply}");
 
     use clap::Parser;
     let e = ukue::cli::args::Cli::try_parse_from(["ukue", "add", "f", "q", "x", "--priority", "101"])

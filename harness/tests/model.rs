@@ -1,6 +1,6 @@
 //! Model-based property tests: generated sequences of steps by several
 //! workers, each on its own connection (or driver process) to one file,
-//! checked step by step against the model (ukue_harness::model): the
+//! checked step by step against the model (ukue_harness::check::model): the
 //! answer, the file's integrity and invariants, and every row.
 //!
 //! Every random choice comes from one seed: UKUE_MODEL_SEED, else a fixed
@@ -14,9 +14,9 @@ use std::process::Command;
 
 use support::have;
 
-use ukue_harness::driver::client::DriverCommand;
-use ukue_harness::model::op::{parse_script, script_text};
-use ukue_harness::model::run::{run_ops, search, Found, SearchConfig, Target};
+use ukue_harness::check::model::op::{parse_script, script_text};
+use ukue_harness::explore::run::{run_ops, search, Found, SearchConfig, Target};
+use ukue_harness::subjects::driver::client::DriverCommand;
 
 const DEFAULT_SEED: u64 = 0x756b_7565;
 
@@ -158,7 +158,8 @@ fn each_step_bug_fails_in_process_with_a_short_sequence() {
         "uncounted-attempts",
         "no-renew",
     ] {
-        let spec = ukue_harness::broken::spec(ukue_harness::broken::bug(bug).unwrap()).unwrap();
+        let spec =
+            ukue_harness::subjects::broken::spec(ukue_harness::subjects::broken::bug(bug).unwrap()).unwrap();
         assert_caught(bug, Target::InProcess(spec), 300, 6);
     }
 }
@@ -195,7 +196,10 @@ fn regression_fixtures_pass_the_reference_and_catch_their_bug() {
             .find_map(|l| l.strip_prefix("# bug: "))
             .unwrap_or_else(|| panic!("{}: no `# bug: NAME` line", file.display()))
             .trim();
-        let spec = ukue_harness::broken::spec(ukue_harness::broken::bug(bug).expect("a known bug")).unwrap();
+        let spec = ukue_harness::subjects::broken::spec(
+            ukue_harness::subjects::broken::bug(bug).expect("a known bug"),
+        )
+        .unwrap();
         assert!(
             run_ops(&Target::InProcess(spec), &ops).is_err(),
             "{}: the bug {bug} passes it",

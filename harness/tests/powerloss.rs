@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::*;
-use ukue_harness::ctx::Ctx;
-use ukue_harness::subject::{Subject, Subjects};
-use ukue_harness::{cases, embedded};
+use ukue_harness::cases;
+use ukue_harness::subjects::ctx::Ctx;
+use ukue_harness::subjects::{python, Subject, Subjects};
 
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| PathBuf::from(d).join(name)).find(|p| p.is_file())
@@ -26,28 +26,15 @@ fn heavy_powerloss_checks_hundreds_of_crash_states_of_the_reference() {
     }
     let strace = on_path("strace").expect("found by have()");
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("add_job.py");
-    std::fs::write(&script, embedded::ADD_JOB_PY).unwrap();
-    // The step driver imports ukue_steps.py from beside it, as the runner lays them out.
-    let driver = dir.path().join("ukue_driver.py");
-    std::fs::write(&driver, embedded::UKUE_DRIVER_PY).unwrap();
-    std::fs::write(dir.path().join("ukue_steps.py"), embedded::UKUE_STEPS_PY).unwrap();
-    let python = on_path("python3");
+    // add_job.py and the step driver, laid out as the runner lays them out.
+    let python = on_path("python3").map(|program| python::install(dir.path(), &program).unwrap());
     let subjects = Arc::new(Subjects {
         subject: Subject::binary(reference()),
         reference: Subject::binary(reference()),
-        python: python.clone().map(|program| Subject {
-            name: "add_job.py".into(),
-            program,
-            args: vec![script.display().to_string()],
-        }),
+        python: python.as_ref().map(|p| p.add_job.clone()),
         probe: conformance().with_file_name("ukue-probe"),
         strace: Some(strace),
-        python_driver: python.map(|program| Subject {
-            name: "ukue_driver.py".into(),
-            program,
-            args: vec![driver.display().to_string()],
-        }),
+        python_driver: python.map(|p| p.driver),
     });
     let wanted = std::env::var("UKUE_POWERLOSS_CASES").unwrap_or_else(|_| "powerloss/subject-adds".into());
     let chosen: Vec<_> = cases::all().into_iter().filter(|c| c.id.starts_with(&wanted)).collect();

@@ -23,12 +23,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 use load::{Role, TempFile};
-pub use report::{Figure, Report, Target};
+pub use report::{Figure, Goal, Report};
 
 /// Measures the reference ukue against the disk's own ceiling.
 #[derive(Debug, Parser)]
 #[command(name = "ukue-bench", version)]
-pub struct Args {
+pub struct BenchArgs {
     #[command(subcommand)]
     child: Option<Child>,
     /// Where the temporary files go (default: the current directory)
@@ -94,7 +94,7 @@ enum Child {
 const BATCH: usize = 100;
 
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = BenchArgs::parse();
     load::set_busy_poll(args.busy_poll_us);
     if let Some(Child::Run { role, file, start_us, seconds, busy_poll_us }) = &args.child {
         load::set_busy_poll(*busy_poll_us);
@@ -143,7 +143,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn from(args: &Args) -> Plan {
+    fn from(args: &BenchArgs) -> Plan {
         let max = args.max_delayed.max(1);
         let mut sizes = vec![(max / 1000).max(1), (max / 10).max(1), max];
         sizes.dedup();
@@ -213,7 +213,7 @@ impl Load {
     }
 }
 
-pub fn run(args: &Args) -> Result<Report> {
+pub fn run(args: &BenchArgs) -> Result<Report> {
     let plan = Plan::from(args);
     let dir = tempfile::Builder::new()
         .prefix(".ukue-bench-")

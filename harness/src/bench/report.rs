@@ -28,9 +28,9 @@ pub struct Figure {
     pub busy: Option<u64>,
 }
 
-/// A target of the issue, and whether this run met it.
+/// A goal of the issue (a target figure), and whether this run met it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Target {
+pub struct Goal {
     pub name: String,
     pub measured: f64,
     /// `>= limit` or `<= limit`.
@@ -83,7 +83,7 @@ pub struct Report {
     /// (4 when linear in events and the largest is 4× the smallest).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checker_ratio: Option<f64>,
-    pub targets: Vec<Target>,
+    pub targets: Vec<Goal>,
 }
 
 impl Report {
@@ -166,7 +166,7 @@ impl Report {
     fn target(&mut self, name: String, measured: f64, at_least: bool, limit: f64) {
         let met = if at_least { measured >= limit } else { measured <= limit };
         let rule = format!("{} {limit}", if at_least { ">=" } else { "<=" });
-        self.targets.push(Target { name, measured, rule, met });
+        self.targets.push(Goal { name, measured, rule, met });
     }
 
     /// Works out the targets once every figure is in.

@@ -1,5 +1,6 @@
-//! The conformance runner; see `ukue-conformance --help` and spec/CONFORMANCE.md.
+//! The conformance runner; see `ukue-conformance --help`, spec/CONFORMANCE.md
+//! and ukue_harness::commands::conformance.
 
 fn main() -> std::process::ExitCode {
-    ukue_harness::conformance::main()
+    ukue_harness::commands::conformance::main()
 }

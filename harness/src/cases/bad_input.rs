@@ -13,11 +13,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
-use crate::ctx::{clip, path_str, Ctx, COMMAND_TIMEOUT};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::ensure;
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::observe::file::{job_count, read, rows_as_text};
 
-use super::common::{self, read};
+use super::common;
 
 pub fn cases() -> Vec<Case> {
     let case =
@@ -117,19 +118,7 @@ fn expect_rejected(ctx: &Ctx, args: &[String], on: &str) -> Result<(), Failure> 
         subject.name,
         common::show_args(&common::relative(ctx, &args))
     );
-    let out = match ctx.run(subject, &args) {
-        Ok(out) => out,
-        Err(f) if f.kind == FailureKind::Timeout => {
-            return Err(Failure::fail(
-                expected,
-                format!(
-                    "it was still running after {} s (killed): it did not reject its arguments",
-                    COMMAND_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-        Err(f) => return Err(f),
-    };
+    let out = common::run_to_refusal(ctx, subject, &args, &expected, "reject its arguments")?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
         Some(1 | 2) if !stderr.trim().is_empty() => Ok(()),
@@ -149,7 +138,7 @@ fn expect_rejected(ctx: &Ctx, args: &[String], on: &str) -> Result<(), Failure> 
 
 /// What a rejection may leave on disk.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Written {
+enum LeftBehind {
     /// Nothing at all: no file on a missing path, an existing file
     /// byte-for-byte the same (usage errors, and the `should` case).
     Nothing,
@@ -161,10 +150,10 @@ enum Written {
 
 /// The common body: `template` (with `FILE`) is rejected on a missing path
 /// and on a file the subject made (`init`, one `add`), leaving what
-/// `written` allows. Then `control` (with `FILE`), the same command with a
+/// `left` allows. Then `control` (with `FILE`), the same command with a
 /// good value, must succeed on that file, so that the rejection was for
 /// the value and not for the way it was spelled.
-fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, written: Written) -> CaseResult {
+fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, left: LeftBehind) -> CaseResult {
     let subject = ctx.subject().clone();
 
     let missing = ctx.tracked_file(&format!("missing-{}.ukue", common::listing(&ctx.dir)?.len()));
@@ -172,28 +161,28 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, written: W
     expect_rejected(ctx, &fill(template, &missing), "on a path that does not exist")?;
     let after = common::listing(&ctx.dir)?;
     let new: Vec<&String> = after.difference(&before).collect();
-    match written {
-        Written::Nothing => ensure!(
+    match left {
+        LeftBehind::Nothing => ensure!(
             new.is_empty(),
             format!("`{}` (on a path that does not exist) to make no file", shown(ctx, template)),
             format!("new files in the directory: {new:?}")
         ),
-        Written::NoJob if missing.exists() => ensure!(
-            common::job_count(&missing)? == 0,
+        LeftBehind::NoJob if missing.exists() => ensure!(
+            job_count(&missing)? == 0,
             format!("`{}` (on a path that does not exist) to add no job", shown(ctx, template)),
-            format!("{} jobs in the file it made", common::job_count(&missing)?)
+            format!("{} jobs in the file it made", job_count(&missing)?)
         ),
-        Written::NoJob => {}
+        LeftBehind::NoJob => {}
     }
 
     let file = ctx.tracked_file(&format!("existing-{}.ukue", common::listing(&ctx.dir)?.len()));
     ctx.ok(&subject, &["init", path_str(&file)])?;
     ctx.add(&subject, &file, "q", "first", &[])?;
     let bytes = std::fs::read(&file)?;
-    let jobs = common::job_rows(&file)?;
+    let jobs = rows_as_text(&file)?;
     expect_rejected(ctx, &fill(template, &file), "on a file made by its own init and add")?;
-    match written {
-        Written::Nothing => {
+    match left {
+        LeftBehind::Nothing => {
             let now = std::fs::read(&file)?;
             ensure!(
                 now == bytes,
@@ -201,8 +190,8 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, written: W
                 format!("it changed: {}", common::bytes_diff(&bytes, &now))
             );
         }
-        Written::NoJob => {
-            let now = common::job_rows(&file)?;
+        LeftBehind::NoJob => {
+            let now = rows_as_text(&file)?;
             ensure!(
                 now == jobs,
                 format!("`{}` to add no job and change none", shown(ctx, template)),
@@ -227,7 +216,7 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, written: W
 
 fn rejected_add(ctx: &mut Ctx, index: usize) -> CaseResult {
     let (template, control) = REJECTED_ADDS[index];
-    reject(ctx, template, Some(control), Written::NoJob)
+    reject(ctx, template, Some(control), LeftBehind::NoJob)
 }
 
 fn queue_empty(ctx: &mut Ctx) -> CaseResult {
@@ -237,7 +226,7 @@ fn queue_empty(ctx: &mut Ctx) -> CaseResult {
 fn queue_201(ctx: &mut Ctx) -> CaseResult {
     let long = "q".repeat(201);
     let fine = "q".repeat(200);
-    reject(ctx, &["add", "FILE", &long, "x"], Some(&["add", "FILE", &fine, "x"]), Written::NoJob)
+    reject(ctx, &["add", "FILE", &long, "x"], Some(&["add", "FILE", &fine, "x"]), LeftBehind::NoJob)
 }
 
 fn priority_101(ctx: &mut Ctx) -> CaseResult {
@@ -252,10 +241,9 @@ fn priority_minus_101(ctx: &mut Ctx) -> CaseResult {
 /// that, or a rejection that adds no job.
 fn attempts_0(ctx: &mut Ctx) -> CaseResult {
     let subject = ctx.subject().clone();
-    let file = ctx.tracked_file("attempts.ukue");
-    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let file = ctx.init("attempts.ukue")?;
     let out = ctx.run(&subject, &["add", path_str(&file), "q", "x", "--attempts", "0"])?;
-    let jobs = common::job_rows(&file)?;
+    let jobs = rows_as_text(&file)?;
     match out.status.code() {
         Some(0) => {
             let max: Vec<i64> = read(&file)?
@@ -293,13 +281,13 @@ fn rejected_add_writes_nothing(ctx: &mut Ctx) -> CaseResult {
     let mut templates: Vec<Vec<&str>> = REJECTED_ADDS[..3].iter().map(|(t, _)| t.to_vec()).collect();
     templates.push(vec!["add", "FILE", &long, "x"]);
     for template in &templates {
-        reject(ctx, template, None, Written::Nothing)?;
+        reject(ctx, template, None, LeftBehind::Nothing)?;
     }
     Ok(())
 }
 
 fn unknown_flag(ctx: &mut Ctx) -> CaseResult {
-    reject(ctx, &["add", "FILE", "q", "x", "--no-such-flag"], None, Written::Nothing)
+    reject(ctx, &["add", "FILE", "q", "x", "--no-such-flag"], None, LeftBehind::Nothing)
 }
 
 fn bad_duration(ctx: &mut Ctx) -> CaseResult {
@@ -307,12 +295,12 @@ fn bad_duration(ctx: &mut Ctx) -> CaseResult {
         ctx,
         &["add", "FILE", "q", "x", "--delay", "soon"],
         Some(&["add", "FILE", "q", "x", "--delay", "1h30m"]),
-        Written::Nothing,
+        LeftBehind::Nothing,
     )
 }
 
 fn work_without_command(ctx: &mut Ctx) -> CaseResult {
-    reject(ctx, &["work", "FILE", "q"], None, Written::Nothing)
+    reject(ctx, &["work", "FILE", "q"], None, LeftBehind::Nothing)
 }
 
 fn queue_200_accepted(ctx: &mut Ctx) -> CaseResult {

@@ -14,44 +14,25 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
-use crate::ctx::{clip, path_str, Ctx};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::observe::file::{read, state_and_attempts, write};
+use crate::subjects::worker::drain;
 use crate::{ensure, ensure_eq};
 
-use super::common::{self, read};
+use super::common;
 use super::fixture;
 use super::manifest::{CompatCase, CompatEntry, CompatExpect};
 
-/// A case's function.
-type Run = fn(&mut Ctx) -> CaseResult;
-
-/// One function per case of the manifest, made by harness/build.rs (see
-/// refusal.rs).
-const RUNS: &[Run] = include!(concat!(env!("OUT_DIR"), "/compat_runs.rs"));
+/// One function per case of the manifest (see [`fixture::Run`]).
+const RUNS: &[fixture::Run] = include!(concat!(env!("OUT_DIR"), "/compat_runs.rs"));
 
 fn run<const I: usize>(ctx: &mut Ctx) -> CaseResult {
-    let defined = &fixture::compat()[I];
-    manifest_case(ctx, defined.entry, defined.case).map_err(|mut f| {
-        f.expected.push_str(&format!("\n(the case: {})", defined.source));
-        f
-    })
+    fixture::run_defined(ctx, &fixture::compat()[I], manifest_case)
 }
 
 pub fn cases() -> Vec<Case> {
-    let defined = fixture::compat();
-    assert_eq!(RUNS.len(), defined.len(), "harness/build.rs counted another manifest");
-    let mut cases: Vec<Case> = defined
-        .iter()
-        .zip(RUNS)
-        .map(|(d, &run)| Case {
-            id: &d.case.id,
-            rule: &d.case.rule,
-            summary: &d.case.summary,
-            needs: Needs::default(),
-            level: fixture::level(d.case.level),
-            run,
-        })
-        .collect();
+    let mut cases = fixture::cases(fixture::compat(), RUNS);
     cases.push(Case {
         id: "compat/tables-in-app-database",
         rule: "1.3",
@@ -171,7 +152,7 @@ fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
     }
 
     let added = common::jobs_as_added(&file, "the fixture and the subject's add")?;
-    common::drain(ctx, &subject, &file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
+    drain(ctx, &subject, &file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
     common::ran_exactly_once(ctx, &file, added)?;
 
     let after = snapshot(&file, &entry.app_tables)?;
@@ -208,7 +189,7 @@ fn tables_in_app_database(ctx: &mut Ctx) -> CaseResult {
     let subject = ctx.subject().clone();
     let file = ctx.tracked_file("app.db");
     {
-        let conn = common::write(&file)?;
+        let conn = write(&file)?;
         conn.execute_batch(
             "PRAGMA application_id = 305419896;
              CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
@@ -242,30 +223,10 @@ fn tables_in_app_database(ctx: &mut Ctx) -> CaseResult {
     // The file is a ukue file now: add to it.
     let id = ctx.add(&subject, &file, "q", "x", &[])?;
     ensure_eq!(
-        common::job_row(&file, id)?.map(|(state, _)| state),
+        state_and_attempts(&read(&file)?, id)?.map(|(state, _)| state),
         Some("ready".to_string()),
         "the added job's state"
     );
     ensure_eq!(orders(&file)?, before, "the application's orders after add");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cases::manifest::check_bytes;
-    use crate::embedded;
-
-    #[test]
-    fn every_manifest_case_is_a_case_with_a_rule_and_its_files() {
-        let ids: Vec<&str> = cases().iter().map(|c| c.id).collect();
-        for d in fixture::compat() {
-            assert!(ids.contains(&d.case.id.as_str()), "{} is not a case", d.case.id);
-            assert!(crate::rules::title(&d.case.rule).is_some(), "{}: no rule {}", d.case.id, d.case.rule);
-            let bytes = |name: &str| embedded::fixture(&format!("compat/{name}")).expect(name);
-            let sidecars: Vec<(&str, &[u8])> =
-                d.entry.sidecars.iter().map(|s| (s.as_str(), bytes(s))).collect();
-            check_bytes(d.entry, bytes(&d.entry.file), &sidecars).unwrap();
-        }
-    }
 }

@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
-use crate::ctx::{path_str, Ctx};
 use crate::history::Added;
-use crate::subject::Subject;
+use crate::subjects::ctx::Ctx;
+use crate::subjects::observe::file::job_count;
+use crate::subjects::worker::start_worker;
+use crate::subjects::Subject;
 
 use super::common::{self, no_findings};
 
@@ -31,9 +33,8 @@ const BEFORE: usize = 45;
 const PER_PRODUCER: usize = 30;
 
 fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     // Payloads are scripts: a short, seeded sleep makes runs overlap.
     let payload = |ctx: &mut Ctx, by: &str, i: usize| format!("{by}-{i} sleep:{}", ctx.rng.gen_range(0..30));
     let mut added = Vec::new();
@@ -54,7 +55,7 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
     }
     let workers = (0..WORKERS)
         .map(|_| {
-            common::start_worker(
+            start_worker(
                 ctx,
                 &subject,
                 &file,
@@ -94,7 +95,7 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
     }
     let total = added.len();
     let drained = ctx.wait_for(&format!("{total} jobs to be drained"), Duration::from_secs(90), || {
-        Ok(common::job_count(&file)? == 0)
+        Ok(job_count(&file)? == 0)
     });
     for worker in workers {
         worker.stop(Duration::from_secs(30))?;

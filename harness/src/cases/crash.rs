@@ -27,14 +27,16 @@ use nix::unistd::Pid;
 use rand::Rng;
 use rusqlite::OptionalExtension;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
-use crate::ctx::{path_str, Ctx};
-use crate::history::{Added, History};
-use crate::probe::{self, Step};
-use crate::subject::Subject;
+use crate::history::{Added, Execution, History};
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::observe::file::read;
+use crate::subjects::probe::{self, Action};
+use crate::subjects::worker::{start_worker, WorkerProcess};
+use crate::subjects::Subject;
 
-use super::common::{self, Worker};
+use super::common;
 
 pub fn cases() -> Vec<Case> {
     let case = |id, summary, run| Case {
@@ -105,7 +107,7 @@ const STUCK_AFTER_MS: i64 = 8_000;
 const DRAIN_MARGIN: Duration = Duration::from_secs(30);
 
 /// Every random choice of a case, drawn from its seed before anything runs.
-struct Plan {
+struct KillPlan {
     initial: Vec<String>,
     /// Per producer: (pause before the add, payload).
     producers: Vec<Vec<(u64, String)>>,
@@ -124,11 +126,11 @@ fn script(rng: &mut impl Rng, label: &str) -> String {
 }
 
 fn dead_by_script(payload: &str) -> bool {
-    probe::script(payload).contains(&Step::Exit(ukue::cli::work::EXIT_PERMANENT))
+    probe::script(payload).contains(&Action::Exit(ukue::cli::work::EXIT_PERMANENT))
 }
 
-impl Plan {
-    fn draw(rng: &mut impl Rng, kills: usize, producers: &[&str]) -> Plan {
+impl KillPlan {
+    fn draw(rng: &mut impl Rng, kills: usize, producers: &[&str]) -> KillPlan {
         let initial = (0..INITIAL_JOBS).map(|i| script(rng, &format!("initial-{i}"))).collect();
         // Enough adds for the whole kill period; a producer stops when it ends.
         let adds = (kills * KILL_GAP_MS.end as usize).div_ceil(ADD_GAP_MS.start as usize);
@@ -139,7 +141,7 @@ impl Plan {
             })
             .collect();
         let kills = (0..kills).map(|_| (rng.gen_range(KILL_GAP_MS), rng.gen_range(0..WORKERS))).collect();
-        Plan { initial, producers, kills }
+        KillPlan { initial, producers, kills }
     }
 }
 
@@ -180,7 +182,7 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
     let reference = ctx.reference().clone();
     ctx.ok(&subject, &["init", path_str(&file)])?;
     let kills = ctx.crash_kills.div_ceil(CASES);
-    let plan = Plan::draw(&mut ctx.rng, kills, &["subject", "reference"]);
+    let plan = KillPlan::draw(&mut ctx.rng, kills, &["subject", "reference"]);
     let mut added = Vec::new();
     for payload in &plan.initial {
         let job = ctx.add(&subject, &file, "q", payload, &[])?;
@@ -192,7 +194,7 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
     }
     let ctx: &Ctx = ctx;
     let mut workers = (0..WORKERS)
-        .map(|_| common::start_worker(ctx, &subject, &file, "q", &options))
+        .map(|_| start_worker(ctx, &subject, &file, "q", &options))
         .collect::<Result<Vec<_>, _>>()?;
 
     // Kill while the producers add.
@@ -238,7 +240,7 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
     findings.extend(check::at_least_once(&history));
     findings.extend(check::finish_cut_off(&history, &killing.cut_off));
     findings.extend(check::attempts_rise(&history));
-    findings.extend(common::payload_findings(&history));
+    findings.extend(check::payloads(&history));
     findings.extend(script_findings(&history, keep_done));
     findings.extend(check::file::invariants(&file));
     *notes = figures(&history, &killing, &reruns, kill_period, drain_time);
@@ -290,7 +292,7 @@ fn kill_loop(
     file: &Path,
     options: &[&str],
     plan: &[(u64, usize)],
-    workers: &mut Vec<Worker>,
+    workers: &mut Vec<WorkerProcess>,
     stop: &Stop,
 ) -> Result<Killing, Failure> {
     let mut killing = Killing::default();
@@ -305,7 +307,7 @@ fn kill_loop(
         killing.cut_off.extend(cut_off_finishes(ctx, file, &pids)?);
         killing.pids.extend(pids);
         killing.killed += 1;
-        workers.insert(victim % (workers.len() + 1), common::start_worker(ctx, who, file, "q", options)?);
+        workers.insert(victim % (workers.len() + 1), start_worker(ctx, who, file, "q", options)?);
         // Sampled while the other workers run and right after a kill.
         killing.samples += 1;
         let found = check::file::invariants(file);
@@ -328,7 +330,7 @@ fn kill_loop(
 /// another worker takes it only after its lease and the backoff.)
 fn cut_off_finishes(ctx: &Ctx, file: &Path, pids: &[u32]) -> Result<Vec<(i64, i64)>, Failure> {
     let pids: HashSet<u32> = pids.iter().copied().collect();
-    let conn = common::read(file)?;
+    let conn = read(file)?;
     let mut found = Vec::new();
     for run in common::executions(ctx)? {
         if pids.contains(&run.worker_pid) && run.end_ms.is_some() && run.exit == Some(0) {
@@ -368,12 +370,12 @@ fn produce(
 }
 
 /// A worker that ended although nobody killed it fails the case.
-fn exited_by_itself(workers: &mut [Worker]) -> Result<(), Failure> {
+fn exited_by_itself(workers: &mut [WorkerProcess]) -> Result<(), Failure> {
     for worker in workers {
         if let Some(status) = worker.process.child.try_wait()? {
             return Err(Failure::fail(
                 "the workers to keep running until killed or stopped",
-                format!("one exited by itself ({status}): {}", crate::ctx::clip(&worker.stderr())),
+                format!("one exited by itself ({status}): {}", clip(&worker.stderr())),
             ));
         }
     }
@@ -384,7 +386,7 @@ fn exited_by_itself(workers: &mut [Worker]) -> Result<(), Failure> {
 /// process it started — each one's whole group, since a command leads a
 /// group of its own — and then the worker's own group. Returns every pid
 /// killed: a command's `worker_pid` is its parent, whichever it is.
-fn kill_worker(mut worker: Worker) -> Result<Vec<u32>, Failure> {
+fn kill_worker(mut worker: WorkerProcess) -> Result<Vec<u32>, Failure> {
     let pid = worker.process.pid();
     exited_by_itself(std::slice::from_mut(&mut worker))?;
     worker.process.signal(Signal::SIGSTOP);
@@ -463,12 +465,12 @@ fn descendants(root: i32) -> Vec<i32> {
 
 /// Waits until no job is ready or running. A running job whose lease ran
 /// out long ago, while the workers claim all the time, fails at once.
-fn drain(ctx: &Ctx, file: &Path, workers: &mut [Worker], limit: Duration) -> Result<(), Failure> {
+fn drain(ctx: &Ctx, file: &Path, workers: &mut [WorkerProcess], limit: Duration) -> Result<(), Failure> {
     let what =
         "every job to finish or end dead after the kills (a killed job is due again after its backoff)";
     ctx.wait_for(what, limit, || {
         exited_by_itself(workers)?;
-        let conn = common::read(file)?;
+        let conn = read(file)?;
         let open: i64 = conn.query_row(
             "SELECT count(*) FROM ukue_jobs WHERE state IN ('ready', 'running')",
             [],
@@ -544,7 +546,7 @@ fn figures(
     kill_period: Duration,
     drain_time: Duration,
 ) -> Vec<String> {
-    let killed = |e: &&crate::history::Execution| history.killed_workers.contains(&e.worker_pid);
+    let killed = |e: &&Execution| history.killed_workers.contains(&e.worker_pid);
     let mid_run = history.executions.iter().filter(killed).filter(|e| e.end_ms.is_none()).count();
     let mut by_excuse: BTreeMap<String, usize> = BTreeMap::new();
     for rerun in reruns {

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
-use crate::ctx::{clip, path_str, Ctx};
-use crate::strace::{self, command, Invocation};
-use crate::syscalls::{self, Event, Step};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::check::durability::{self, Seen, Sighting};
+use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
+use crate::subjects::observe::strace::{self, command, Invocation};
+use crate::subjects::worker::probe_log;
 
 use super::common;
 
@@ -47,20 +48,19 @@ fn commit_files(file: &Path) -> Result<Vec<String>, Failure> {
     Ok(vec![format!("{main}-wal"), main])
 }
 
-/// The steps of the trace, with acknowledgements on `stdout`.
-fn read_trace(trace: &Path, stdout: Option<&str>) -> Result<Vec<Step>, Failure> {
+/// The sightings of the trace, with acknowledgements on `stdout`.
+fn read_trace(trace: &Path, stdout: Option<&str>) -> Result<Vec<Sighting>, Failure> {
     let text = std::fs::read_to_string(trace).map_err(|e| Failure::error("an strace log", e.to_string()))?;
-    Ok(syscalls::steps(&text, stdout))
+    Ok(durability::sightings(&text, stdout))
 }
 
 fn add_acknowledged_after_sync(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     let trace = ctx.path("add.strace");
     let args = ["add", path_str(&file), "q", "payload"];
     let run = Invocation::record().run(ctx, &trace, &command(&subject, &args))?;
-    crate::ctx::expect_success(&subject, &["add", "(traced)", "q", "payload"], &run.out)?;
+    expect_success(&subject, &["add", "(traced)", "q", "payload"], &run.out)?;
     let stdout = String::from_utf8_lossy(&run.out.stdout);
     let id = strace::printed_id(&stdout).ok_or_else(|| {
         Failure::error(
@@ -68,11 +68,11 @@ fn add_acknowledged_after_sync(ctx: &mut Ctx) -> CaseResult {
             format!("{:?}", clip(&stdout)),
         )
     })?;
-    let steps = read_trace(&trace, Some(&run.stdout))?;
-    let ack = steps.iter().position(|s| s.event == Event::Acknowledged { id }).ok_or_else(|| {
+    let sightings = read_trace(&trace, Some(&run.stdout))?;
+    let ack = sightings.iter().position(|s| s.seen == Seen::Acknowledged { id }).ok_or_else(|| {
         Failure::error(format!("the line with the id {id} written to stdout in the trace"), "none found")
     })?;
-    match syscalls::unsynced_before(&steps, ack, &commit_files(&file)?) {
+    match durability::unsynced_before(&sightings, ack, &commit_files(&file)?) {
         None => Ok(()),
         Some(problem) => {
             Err(Failure::fail("the id printed only after the commit was synced to disk", problem))
@@ -81,12 +81,11 @@ fn add_acknowledged_after_sync(ctx: &mut Ctx) -> CaseResult {
 }
 
 fn work_starts_after_sync(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     ctx.add(&subject, &file, "q", "traced", &[])?;
     let trace = ctx.path("work.strace");
-    let log = common::probe_log(ctx);
+    let log = probe_log(ctx);
     let probe = ctx.subjects.probe.clone();
     let work = ["work", path_str(&file), "q", "--poll", "20ms", "--", path_str(&probe), path_str(&log)];
     let args = Invocation::record().args(&trace, &command(&subject, &work));
@@ -99,12 +98,12 @@ fn work_starts_after_sync(ctx: &mut Ctx) -> CaseResult {
     traced.signal_group(Signal::SIGTERM);
     ran?;
     let probe_path = std::fs::canonicalize(&probe)?.display().to_string();
-    let steps = read_trace(&trace, None)?;
-    let start = steps
+    let sightings = read_trace(&trace, None)?;
+    let start = sightings
         .iter()
-        .position(|s| matches!(&s.event, Event::Exec { program } if *program == probe_path || program.ends_with("/ukue-probe")))
+        .position(|s| matches!(&s.seen, Seen::Exec { program } if *program == probe_path || program.ends_with("/ukue-probe")))
         .ok_or_else(|| Failure::error("the probe's execve in the trace", "none found"))?;
-    match syscalls::unsynced_before(&steps, start, &commit_files(&file)?) {
+    match durability::unsynced_before(&sightings, start, &commit_files(&file)?) {
         None => Ok(()),
         Some(problem) => {
             Err(Failure::fail("the job's command started only after its claim was synced to disk", problem))

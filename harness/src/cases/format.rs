@@ -3,12 +3,11 @@
 
 use rusqlite::Connection;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
-use crate::ctx::{path_str, Ctx};
-use crate::embedded::FORMAT_MD;
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::spec::FORMAT_MD;
+use crate::subjects::ctx::{path_str, Ctx};
+use crate::subjects::observe::file::read;
 use crate::{ensure, ensure_eq};
-
-use super::common::read;
 
 pub fn cases() -> Vec<Case> {
     let case =

@@ -9,11 +9,13 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::Value;
 
-use crate::case::{Case, CaseResult, Level, Needs};
-use crate::ctx::{clip, path_str, Ctx};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::ensure;
 use crate::history::Added;
-use crate::subject::Subject;
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::observe::file::write;
+use crate::subjects::worker::drain;
+use crate::subjects::Subject;
 
 use super::common;
 
@@ -90,7 +92,7 @@ fn hand_off(ctx: &mut Ctx, maker: &Subject, producer: Producer, worker: &Subject
         added.push(Added { job, payload, by });
     }
     check_ids(&file, &added)?;
-    common::drain(ctx, worker, &file, "q", &["--poll", "20ms"], Duration::from_secs(60))?;
+    drain(ctx, worker, &file, "q", &["--poll", "20ms"], Duration::from_secs(60))?;
     common::ran_exactly_once(ctx, &file, added)
 }
 
@@ -125,11 +127,10 @@ fn python_adds_subject_works(ctx: &mut Ctx) -> CaseResult {
 
 fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
     let subject = ctx.subject().clone();
-    let file = ctx.tracked_file("sql.ukue");
-    ctx.ok(&subject, &["init", path_str(&file)])?;
+    let file = ctx.init("sql.ukue")?;
     let texts = ["hello", "grüße ✓"];
     {
-        let conn = common::write(&file)?;
+        let conn = write(&file)?;
         // FORMAT.md §5.3's short form: every other column from the schema.
         conn.execute("INSERT INTO ukue_jobs (queue, payload) VALUES ('q', 'hello')", [])?;
         conn.execute("INSERT INTO ukue_jobs (queue, payload) VALUES ('q', ?1)", [texts[1]])?;
@@ -152,6 +153,6 @@ fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
             clip(&job.to_string())
         );
     }
-    common::drain(ctx, &subject, &file, "q", &["--poll", "20ms"], Duration::from_secs(30))?;
+    drain(ctx, &subject, &file, "q", &["--poll", "20ms"], Duration::from_secs(30))?;
     common::ran_exactly_once(ctx, &file, added)
 }

@@ -17,10 +17,13 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
-use crate::ctx::{clip, path_str, Ctx};
-use crate::strace::{self, Invocation, SYNCS, WRITES};
-use crate::subject::Subject;
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::check::file::invariants;
+use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
+use crate::subjects::observe::file::job_count;
+use crate::subjects::observe::strace::{self, Invocation, SYNCS, WRITES};
+use crate::subjects::worker::probe_log;
+use crate::subjects::Subject;
 
 use super::common;
 
@@ -183,9 +186,8 @@ struct Tally {
 }
 
 fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     let mut acknowledged = vec![ctx.add(&subject, &file, "q", "before", &[])?];
     let strace = strace_subject(ctx)?;
     let trace = ctx.path("add.strace");
@@ -194,7 +196,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
     let args = traced(&fault.strace(&file, None), &trace, &subject, &["add", &file_arg, "q", "count"]);
     let shown: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ctx.run(&strace, &shown)?;
-    crate::ctx::expect_success(&subject, &["add", "(traced)", "q", "count"], &out)?;
+    expect_success(&subject, &["add", "(traced)", "q", "count"], &out)?;
     acknowledged
         .push(parse_id(&out).ok_or_else(|| Failure::error("add to print its id", common::outcome(&out)))?);
     let (calls, _) = counted(&trace)?;
@@ -252,7 +254,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
             }
             common::no_findings(
                 &format!("the file to pass integrity_check and the invariants (FORMAT.md §7) after {after}"),
-                crate::check::file::invariants(&file),
+                invariants(&file),
             )?;
         }
         report.push(format!(
@@ -319,7 +321,7 @@ fn work_disk_full(ctx: &mut Ctx) -> CaseResult {
         }
         common::no_findings(
             &format!("the file to pass integrity_check and the invariants (FORMAT.md §7) after {after}"),
-            crate::check::file::invariants(&file),
+            invariants(&file),
         )?;
     }
     std::fs::write(
@@ -355,7 +357,7 @@ fn run_worker(
     trace: &Path,
     name: &str,
 ) -> Result<String, Failure> {
-    let log = common::probe_log(ctx);
+    let log = probe_log(ctx);
     let file_arg = path_str(file).to_string();
     let args = traced(
         tracing,
@@ -391,7 +393,7 @@ fn run_worker(
                 return Ok(true);
             }
             let ended = common::executions(ctx)?.iter().any(|e| e.payload == name && e.end_ms.is_some());
-            Ok((ended && common::job_count(file)? == 0) || !errors().is_empty())
+            Ok((ended && job_count(file)? == 0) || !errors().is_empty())
         },
     );
     // SIGTERM to the worker alone (strace follows it out); the worker

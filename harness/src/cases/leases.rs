@@ -2,14 +2,19 @@
 //! renews); a worker stopped past its lease loses the job to another, and
 //! its late steps after it wakes do not touch the job the other now holds.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
-use crate::ctx::{path_str, Ctx};
 use crate::history::{Added, Execution};
+use crate::subjects::ctx::Ctx;
+use crate::subjects::observe::file::{job_count, read, state_and_attempts, write};
+use crate::subjects::probe::now_ms;
+use crate::subjects::worker::start_worker;
+use crate::subjects::Subject;
 
 use super::common::{self, no_findings};
 
@@ -39,24 +44,29 @@ fn started(ctx: &Ctx, job: i64, attempt: i64) -> Result<Option<Execution>, Failu
     Ok(common::executions(ctx)?.into_iter().find(|e| e.job == job && e.attempt == attempt))
 }
 
-fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
+/// A file the subject made, with one job of queue `q` it added; returns
+/// the file, the subject and the job.
+fn one_job(ctx: &mut Ctx, payload: &str) -> Result<(PathBuf, Subject, i64), Failure> {
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
-    let payload = "long sleep:2400";
     let job = ctx.add(&subject, &file, "q", payload, &[])?;
+    Ok((file, subject, job))
+}
+
+fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
+    let payload = "long sleep:2400";
+    let (file, subject, job) = one_job(ctx, payload)?;
     // A second worker claims all the time: it would reap the job at once if
     // the lease were not renewed.
-    let holder = common::start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
-    let rival = common::start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
-    let done =
-        ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(common::job_count(&file)? == 0));
+    let holder = start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
+    let rival = start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
+    let done = ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(job_count(&file)? == 0));
     holder.stop(Duration::from_secs(30))?;
     rival.stop(Duration::from_secs(30))?;
     // A job reaped mid-run comes back only after a 10 s backoff: if it is
     // still in the file, its holder lost it.
     if done.is_err() {
-        let row = common::job_row(&file, job)?;
+        let row = state_and_attempts(&read(&file)?, job)?;
         return Err(Failure::fail(
             "the job to finish within 30 s, its lease renewed",
             format!("the job is now {row:?}"),
@@ -76,14 +86,11 @@ fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
 }
 
 fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.tracked_file("jobs.ukue");
-    let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     let payload = "sleep:1500";
-    let job = ctx.add(&subject, &file, "q", payload, &[])?;
+    let (file, subject, job) = one_job(ctx, payload)?;
     // A long lease, so that the stopped worker has no renewal due when it
     // wakes: its first step is then the late finish of a job it lost.
-    let stopped = common::start_worker(ctx, &subject, &file, "q", &["--lease", "10m", "--poll", "20ms"])?;
+    let stopped = start_worker(ctx, &subject, &file, "q", &["--lease", "10m", "--poll", "20ms"])?;
     ctx.wait_for("the first worker to start the job", Duration::from_secs(20), || {
         Ok(started(ctx, job, 1)?.is_some())
     })?;
@@ -94,11 +101,11 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
     ctx.wait_for("the stopped worker's command to end", Duration::from_secs(20), || {
         Ok(started(ctx, job, 1)?.is_some_and(|e| e.end_ms.is_some()))
     })?;
-    common::write(&file)?.execute(
+    write(&file)?.execute(
         "UPDATE ukue_jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running'",
-        [crate::probe::now_ms() - 1, job],
+        [now_ms() - 1, job],
     )?;
-    let taker = common::start_worker(ctx, &subject, &file, "q", &["--lease", "30s", "--poll", "20ms"])?;
+    let taker = start_worker(ctx, &subject, &file, "q", &["--lease", "30s", "--poll", "20ms"])?;
     // The taker reaps the job, which is due again after the 10-11 s backoff.
     let taken = ctx.wait_for(
         "a second worker to take the job after its lease ran out",
@@ -109,8 +116,7 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
     // must be refused.
     stopped.process.signal(Signal::SIGCONT);
     taken?;
-    let finished =
-        ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(common::job_count(&file)? == 0));
+    let finished = ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(job_count(&file)? == 0));
     stopped.stop(Duration::from_secs(30))?;
     taker.stop(Duration::from_secs(30))?;
     finished?;

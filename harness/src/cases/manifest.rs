@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-/// How binding a case is (`crate::case::Level`, which this module cannot
+/// How binding a case is (`crate::cases::Level`, which this module cannot
 /// name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,7 +53,7 @@ impl JournalMode {
 /// What commands must do with a refusal fixture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum RefusalOutcome {
     /// Exit status 1, a message, the file and its sidecars unchanged and
     /// no new file beside them.
     Refuse,
@@ -66,20 +66,25 @@ pub enum Outcome {
 #[serde(deny_unknown_fields)]
 pub struct RefusalExpect {
     /// Every command but init and add.
-    pub others: Option<Outcome>,
+    pub others: Option<RefusalOutcome>,
     /// init and add.
-    pub init_add: Option<Outcome>,
+    pub init_add: Option<RefusalOutcome>,
 }
 
+/// One case of an entry: what it is called and checks, and what commands
+/// must do with the entry's file (`X`: [`RefusalExpect`], [`CompatExpect`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RefusalCase {
+pub struct ManifestCase<X> {
     pub id: String,
     pub rule: String,
     pub level: LevelName,
     pub summary: String,
-    pub expect: RefusalExpect,
+    pub expect: X,
 }
+
+pub type RefusalCase = ManifestCase<RefusalExpect>;
+pub type CompatCase = ManifestCase<CompatExpect>;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,16 +120,6 @@ pub enum CompatExpect {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CompatCase {
-    pub id: String,
-    pub rule: String,
-    pub level: LevelName,
-    pub summary: String,
-    pub expect: CompatExpect,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct CompatEntry {
     pub file: String,
     #[serde(default)]
@@ -140,44 +135,44 @@ pub struct CompatEntry {
     pub cases: Vec<CompatCase>,
 }
 
-/// What both kinds of entry share, for the checks.
+/// What both kinds of entry share, for the checks and the cases.
 pub trait Entry {
+    /// What its cases expect.
+    type CaseExpect;
     fn file(&self) -> &str;
     fn sidecars(&self) -> &[String];
     fn journal_mode(&self) -> Option<JournalMode>;
+    fn cases(&self) -> &[ManifestCase<Self::CaseExpect>];
     /// The ids of its cases.
-    fn case_ids(&self) -> Vec<&str>;
-}
-
-impl Entry for RefusalEntry {
-    fn file(&self) -> &str {
-        &self.file
-    }
-    fn sidecars(&self) -> &[String] {
-        &self.sidecars
-    }
-    fn journal_mode(&self) -> Option<JournalMode> {
-        self.journal_mode
-    }
     fn case_ids(&self) -> Vec<&str> {
-        self.cases.iter().map(|c| c.id.as_str()).collect()
+        self.cases().iter().map(|c| c.id.as_str()).collect()
     }
 }
 
-impl Entry for CompatEntry {
-    fn file(&self) -> &str {
-        &self.file
-    }
-    fn sidecars(&self) -> &[String] {
-        &self.sidecars
-    }
-    fn journal_mode(&self) -> Option<JournalMode> {
-        self.journal_mode
-    }
-    fn case_ids(&self) -> Vec<&str> {
-        self.cases.iter().map(|c| c.id.as_str()).collect()
-    }
+/// `impl Entry for ENTRY` from its fields `file`, `sidecars`,
+/// `journal_mode` and `cases`.
+macro_rules! entry {
+    ($entry:ty, $expect:ty) => {
+        impl Entry for $entry {
+            type CaseExpect = $expect;
+            fn file(&self) -> &str {
+                &self.file
+            }
+            fn sidecars(&self) -> &[String] {
+                &self.sidecars
+            }
+            fn journal_mode(&self) -> Option<JournalMode> {
+                self.journal_mode
+            }
+            fn cases(&self) -> &[ManifestCase<$expect>] {
+                &self.cases
+            }
+        }
+    };
 }
+
+entry!(RefusalEntry, RefusalExpect);
+entry!(CompatEntry, CompatExpect);
 
 /// Parses and checks fixtures/refusal/manifest.json.
 pub fn refusal(text: &str) -> Result<Vec<RefusalEntry>, String> {
@@ -190,13 +185,13 @@ pub fn refusal(text: &str) -> Result<Vec<RefusalEntry>, String> {
             if expect.others.is_none() && expect.init_add.is_none() {
                 return Err(format!("{at}: case {} expects nothing (give `others` or `init_add`)", case.id));
             }
-            if expect.others == Some(Outcome::AddTables) {
+            if expect.others == Some(RefusalOutcome::AddTables) {
                 return Err(format!(
                     "{at}: case {}: only init and add may add the tables (`others` must be \"refuse\")",
                     case.id
                 ));
             }
-            if expect.init_add == Some(Outcome::AddTables) && entry.application_id.is_none() {
+            if expect.init_add == Some(RefusalOutcome::AddTables) && entry.application_id.is_none() {
                 return Err(format!(
                     "{at}: case {} has init and add add the tables, but the entry gives no \
                      `application_id` for the file they leave",

@@ -1,40 +1,50 @@
-//! Every case, by family. A case is data (id, rule, summary) and one
-//! function; the runner treats them all alike.
+//! Generate: every case, by family. A case ([`Case`]) is data (id, rule,
+//! level, summary) and one function that drives subjects through a
+//! [`Ctx`] and says what it expected and saw;
+//! the runner treats them all alike. The refusal and compat cases are
+//! data: their manifests under fixtures/ ([`manifest`], [`fixture`]).
+//!
+//! [`Case`]: crate::cases::Case
+//! [`Ctx`]: crate::subjects::ctx::Ctx
+//! [`manifest`]: crate::cases::manifest
+//! [`fixture`]: crate::cases::fixture
+
+mod case;
+pub mod common;
+pub mod fixture;
+pub mod manifest;
 
 mod bad_input;
-pub mod common;
 mod compat;
 mod concurrency;
 mod crash;
 mod durability;
-mod fixture;
 mod format;
 mod interop;
 mod ioerror;
 mod leases;
-pub mod manifest;
 mod powerloss;
 mod refusal;
 mod steps;
 
-use crate::case::Case;
-
+pub use case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
 pub use fixture::source;
 
 /// Every case, in a stable order.
 pub fn all() -> Vec<Case> {
-    let mut cases = Vec::new();
-    cases.extend(format::cases());
-    cases.extend(refusal::cases());
-    cases.extend(compat::cases());
-    cases.extend(steps::cases());
-    cases.extend(bad_input::cases());
-    cases.extend(concurrency::cases());
-    cases.extend(crash::cases());
-    cases.extend(leases::cases());
-    cases.extend(interop::cases());
-    cases.extend(durability::cases());
-    cases.extend(powerloss::cases());
-    cases.extend(ioerror::cases());
-    cases
+    let families: [fn() -> Vec<Case>; 12] = [
+        format::cases,
+        refusal::cases,
+        compat::cases,
+        steps::cases,
+        bad_input::cases,
+        concurrency::cases,
+        crash::cases,
+        leases::cases,
+        interop::cases,
+        durability::cases,
+        powerloss::cases,
+        ioerror::cases,
+    ];
+    families.into_iter().flat_map(|family| family()).collect()
 }

@@ -1,6 +1,7 @@
 //! powerloss: a power cut loses nothing that was acknowledged (FORMAT.md
 //! §6.1). A workload runs under `strace -f -y -xx` on a file the subject
-//! made; [`crate::powerloss`] rebuilds the states of the file and its
+//! made; from its recording ([`crate::subjects::observe::recording`]),
+//! [`crate::check::crash_states`] rebuilds the states of the file and its
 //! `-wal` that a cut just before each sync could leave (unsynced writes
 //! kept, dropped or torn at a sector boundary). Each state is opened
 //! read-write on a copy (so SQLite recovers it), and must pass
@@ -22,17 +23,21 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::case::{Case, CaseResult, Failure, Level, Needs};
-use crate::ctx::{clip, expect_success, path_str, Ctx};
-use crate::powerloss::{self, Event, FileKind, Images, Plan, Step};
-use crate::probe::{Record, RecordKind};
-use crate::strace::{self, Invocation};
-use crate::subject::Subject;
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::check::crash_states::{self, Sampling};
+use crate::check::{self, file::invariants_of};
+use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
+use crate::subjects::observe::file::job_count;
+use crate::subjects::observe::recording::{self, place, Effect, FileKind, Images, Recorded};
+use crate::subjects::observe::strace::{self, Invocation};
+use crate::subjects::probe::{Record, RecordKind};
+use crate::subjects::worker::probe_log;
+use crate::subjects::Subject;
 
 use super::common;
 
 /// At most 400 states a case, 4 random ones a cut.
-const PLAN: Plan = Plan { random_per_cut: 4, budget: 400 };
+const SAMPLING: Sampling = Sampling { random_per_cut: 4, budget: 400 };
 /// Jobs added before the trace (their ids are acknowledged too).
 const SETUP_ADDS: usize = 2;
 
@@ -141,7 +146,7 @@ fn adds(ctx: &mut Ctx, who: &Subject, n: usize) -> CaseResult {
 fn work_finishes(ctx: &mut Ctx) -> CaseResult {
     let run = prepare(ctx)?;
     let subject = ctx.subject().clone();
-    let log = common::probe_log(ctx);
+    let log = probe_log(ctx);
     let file = quote(path_str(&run.file));
     let n = 6;
     let script = write_script(
@@ -176,6 +181,14 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
     let mut traced =
         ctx.procs.spawn(&mut cmd).map_err(|e| Failure::error("strace to start", e.to_string()))?;
     let mut go = traced.child.stdin.take();
+    // What the script and the worker said on stderr, for a report.
+    let said = || {
+        format!(
+            "{}; worker: {}",
+            clip(&std::fs::read_to_string(&stderr_path).unwrap_or_default()),
+            clip(&std::fs::read_to_string(ctx.path("worker.stderr")).unwrap_or_default())
+        )
+    };
     let total = SETUP_ADDS + n;
     let finished = ctx.wait_for(
         &format!("the traced worker to run and finish all {total} jobs"),
@@ -184,15 +197,11 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
             if let Some(status) = traced.child.try_wait()? {
                 return Err(Failure::fail(
                     "the traced script to keep running until every job is finished",
-                    format!(
-                        "it ended ({status}): {}; worker: {}",
-                        clip(&std::fs::read_to_string(&stderr_path).unwrap_or_default()),
-                        clip(&std::fs::read_to_string(ctx.path("worker.stderr")).unwrap_or_default())
-                    ),
+                    format!("it ended ({status}): {}", said()),
                 ));
             }
             let ended = common::executions(ctx)?.iter().filter(|e| e.end_ms.is_some()).count();
-            Ok(ended >= total && common::job_count(&run.file)? == 0)
+            Ok(ended >= total && job_count(&run.file)? == 0)
         },
     );
     if let Some(mut pipe) = go.take() {
@@ -208,11 +217,7 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
     if !status.success() {
         return Err(Failure::fail(
             "the traced script (adds, then the worker stopped by SIGTERM) to exit 0",
-            format!(
-                "{status}: {}; worker: {}",
-                clip(&std::fs::read_to_string(&stderr_path).unwrap_or_default()),
-                clip(&std::fs::read_to_string(ctx.path("worker.stderr")).unwrap_or_default())
-            ),
+            format!("{status}: {}", said()),
         ));
     }
     let printed = strace::acknowledged_ids(&std::fs::read_to_string(&stdout_path)?);
@@ -223,7 +228,7 @@ fn work_finishes(ctx: &mut Ctx) -> CaseResult {
 }
 
 /// A file the subject made, before the traced workload.
-struct Run {
+struct Prepared {
     file: PathBuf,
     /// The file's absolute, resolved path, as strace -y shows it.
     db: String,
@@ -234,10 +239,9 @@ struct Run {
 }
 
 /// `init` and a few adds by the subject; the files as they are then.
-fn prepare(ctx: &mut Ctx) -> Result<Run, Failure> {
-    let file = ctx.tracked_file("jobs.ukue");
+fn prepare(ctx: &mut Ctx) -> Result<Prepared, Failure> {
+    let file = ctx.init("jobs.ukue")?;
     let subject = ctx.subject().clone();
-    ctx.ok(&subject, &["init", path_str(&file)])?;
     let mut base_ids = Vec::new();
     for i in 1..=SETUP_ADDS {
         base_ids.push(ctx.add(&subject, &file, "q", &format!("setup-{i}"), &[])?);
@@ -250,7 +254,7 @@ fn prepare(ctx: &mut Ctx) -> Result<Run, Failure> {
             base.insert(kind, std::fs::read(&path)?);
         }
     }
-    Ok(Run { file, db, base, base_ids, trace: ctx.path("workload.strace") })
+    Ok(Prepared { file, db, base, base_ids, trace: ctx.path("workload.strace") })
 }
 
 fn quote(text: &str) -> String {
@@ -274,7 +278,7 @@ fn write_script(ctx: &Ctx, lines: &[String]) -> Result<PathBuf, Failure> {
 
 /// Runs `sh SCRIPT` under strace to its end; it must exit 0. Returns what
 /// it printed, and its stdout as the trace names it.
-fn run_script(ctx: &Ctx, run: &Run, script: &Path) -> Result<(String, String), Failure> {
+fn run_script(ctx: &Ctx, run: &Prepared, script: &Path) -> Result<(String, String), Failure> {
     let traced = Invocation::record().run(ctx, &run.trace, &["sh", path_str(script)])?;
     let strace = Subject { name: "strace".into(), program: strace::program(ctx)?, args: Vec::new() };
     expect_success(&strace, &["--", "sh", "script.sh"], &traced.out)?;
@@ -293,16 +297,16 @@ struct Promises {
 }
 
 impl Promises {
-    fn learn(&mut self, step: &Step) {
-        match &step.event {
-            Event::Printed { id } => {
-                self.added.entry(*id).or_insert_with(|| format!("{} (printed)", powerloss::place(step)));
+    fn learn(&mut self, recorded: &Recorded) {
+        match &recorded.effect {
+            Effect::Printed { id } => {
+                self.added.entry(*id).or_insert_with(|| format!("{} (printed)", place(recorded)));
             }
-            Event::Logged { text } => {
+            Effect::Logged { text } => {
                 let Ok(record) = serde_json::from_str::<Record>(text) else { return };
                 match record.event {
                     RecordKind::Start => {
-                        let at = format!("{} (the probe's start record)", powerloss::place(step));
+                        let at = format!("{} (the probe's start record)", place(recorded));
                         self.claimed.insert(record.job, (record.attempt, at));
                     }
                     RecordKind::End => {
@@ -339,7 +343,13 @@ impl Promises {
 
 /// Builds the crash states of the trace and checks each; writes
 /// `powerloss.txt`. `stdout` is the stream the harness read the ids from.
-fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Option<&Path>) -> CaseResult {
+fn check_states(
+    ctx: &mut Ctx,
+    run: &Prepared,
+    printed: &[i64],
+    stdout: &str,
+    log: Option<&Path>,
+) -> CaseResult {
     let started = Instant::now();
     let text =
         std::fs::read_to_string(&run.trace).map_err(|e| Failure::error("an strace log", e.to_string()))?;
@@ -347,7 +357,7 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
         Some(log) => Some(std::fs::canonicalize(log)?.display().to_string()),
         None => None,
     };
-    let recording = powerloss::record(&text, &run.db, stdout, log.as_deref(), &run.base);
+    let recording = recording::record(&text, &run.db, stdout, log.as_deref(), &run.base);
     if !recording.problems.is_empty() {
         return Err(Failure::error(
             "a trace that the power-loss model can follow",
@@ -355,10 +365,10 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
         ));
     }
     let traced: Vec<i64> = recording
-        .steps
+        .recorded
         .iter()
-        .filter_map(|s| match s.event {
-            Event::Printed { id } => Some(id),
+        .filter_map(|r| match r.effect {
+            Effect::Printed { id } => Some(id),
             _ => None,
         })
         .collect();
@@ -368,11 +378,11 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
             format!("printed {printed:?}, traced {traced:?}"),
         ));
     }
-    let writes = recording.count(|e| matches!(e, Event::Op { .. }));
+    let writes = recording.count(|e| matches!(e, Effect::Change { .. }));
     if writes == 0 {
         return Err(Failure::error(format!("writes to {} in the trace", run.db), "none"));
     }
-    let states = powerloss::states(&recording.steps, &mut ctx.rng, PLAN);
+    let states = crash_states::states(&recording.recorded, &mut ctx.rng, SAMPLING);
     let name = Path::new(&run.db).file_name().and_then(|n| n.to_str()).unwrap_or("jobs.ukue").to_string();
     let mut promises = Promises::default();
     for id in &run.base_ids {
@@ -385,11 +395,11 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
     let mut checked = 0;
     for (k, state) in states.iter().enumerate() {
         checked += 1;
-        for step in &recording.steps[learned..state.at] {
-            promises.learn(step);
+        for recorded in &recording.recorded[learned..state.at] {
+            promises.learn(recorded);
         }
         learned = state.at;
-        let images = powerloss::image(&run.base, &recording.steps, state);
+        let images = crash_states::image(&run.base, &recording.recorded, state);
         let key = hash(&images);
         let seen = match opened.entry(key) {
             Entry::Occupied(seen) => seen.into_mut(),
@@ -402,7 +412,8 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
         if !problems.is_empty() {
             let kept = ctx.path("failed-state");
             write_images(&kept, &name, &images)?;
-            let cut = powerloss::describe(&recording.steps, state, |kind| format!("{name}{}", kind.suffix()));
+            let cut =
+                crash_states::describe(&recording.recorded, state, |kind| format!("{name}{}", kind.suffix()));
             outcome = Err(Failure::fail(
                 "every state a power cut could leave to open, pass integrity_check and the invariants (FORMAT.md §7), and hold every job acknowledged before the cut (§6.1)",
                 format!(
@@ -417,11 +428,11 @@ fn check_states(ctx: &mut Ctx, run: &Run, printed: &[i64], stdout: &str, log: Op
     }
     let summary = format!(
         "{} cuts, {checked} of {} crash states checked ({} distinct file images opened), {} writes and {} syncs traced, {} ids acknowledged, {} ms\n",
-        powerloss::cuts(&recording.steps).len(),
+        crash_states::cuts(&recording.recorded).len(),
         states.len(),
         opened.len(),
         writes,
-        recording.count(|e| matches!(e, Event::Sync { .. })),
+        recording.count(|e| matches!(e, Effect::Sync { .. })),
         run.base_ids.len() + printed.len(),
         started.elapsed().as_millis()
     );
@@ -458,9 +469,9 @@ fn open_state(dir: &Path, name: &str, images: &Images) -> Result<Opened, Failure
     };
     // A scratch copy: its checkpoint at close need not reach the disk.
     let _ = conn.pragma_update(None, "synchronous", "OFF");
-    let findings = crate::check::file::invariants_of(&conn);
+    let findings = invariants_of(&conn);
     if !findings.is_empty() {
-        return Ok(Err(crate::check::describe(&findings)));
+        return Ok(Err(check::describe(&findings)));
     }
     let jobs = conn.prepare("SELECT id, state, attempts FROM ukue_jobs").and_then(|mut st| {
         st.query_map([], |r| Ok((r.get::<_, i64>(0)?, (r.get::<_, String>(1)?, r.get::<_, i64>(2)?))))?

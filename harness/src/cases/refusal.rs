@@ -11,46 +11,26 @@
 
 use std::path::Path;
 
-use crate::case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
-use crate::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::ensure_eq;
-use crate::subject::Subject;
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::observe::file::{job_count, read};
+use crate::subjects::worker::probe_log;
+use crate::subjects::Subject;
 
-use super::common::{self, read};
+use super::common;
 use super::fixture::{self, Placed};
-use super::manifest::{Outcome, RefusalCase, RefusalEntry};
+use super::manifest::{RefusalCase, RefusalEntry, RefusalOutcome};
 
-/// A case's function.
-type Run = fn(&mut Ctx) -> CaseResult;
-
-/// One function per case of the manifest, `run::<0>`, `run::<1>`, …, made
-/// by harness/build.rs: a case's function takes nothing but the context,
-/// so the index it is built with tells it which case it is.
-const RUNS: &[Run] = include!(concat!(env!("OUT_DIR"), "/refusal_runs.rs"));
+/// One function per case of the manifest (see [`fixture::Run`]).
+const RUNS: &[fixture::Run] = include!(concat!(env!("OUT_DIR"), "/refusal_runs.rs"));
 
 fn run<const I: usize>(ctx: &mut Ctx) -> CaseResult {
-    let defined = &fixture::refusal()[I];
-    manifest_case(ctx, defined.entry, defined.case).map_err(|mut f| {
-        f.expected.push_str(&format!("\n(the case: {})", defined.source));
-        f
-    })
+    fixture::run_defined(ctx, &fixture::refusal()[I], manifest_case)
 }
 
 pub fn cases() -> Vec<Case> {
-    let defined = fixture::refusal();
-    assert_eq!(RUNS.len(), defined.len(), "harness/build.rs counted another manifest");
-    let mut cases: Vec<Case> = defined
-        .iter()
-        .zip(RUNS)
-        .map(|(d, &run)| Case {
-            id: &d.case.id,
-            rule: &d.case.rule,
-            summary: &d.case.summary,
-            needs: Needs::default(),
-            level: fixture::level(d.case.level),
-            run,
-        })
-        .collect();
+    let mut cases = fixture::cases(fixture::refusal(), RUNS);
     cases.push(Case {
         id: "refusal/missing-path",
         rule: "2.3",
@@ -67,7 +47,7 @@ pub fn cases() -> Vec<Case> {
 fn non_creating(ctx: &Ctx, file: &Path) -> Vec<Vec<String>> {
     let f = path_str(file).to_string();
     let probe = path_str(&ctx.subjects.probe).to_string();
-    let log = path_str(&common::probe_log(ctx)).to_string();
+    let log = path_str(&probe_log(ctx)).to_string();
     let commands: Vec<Vec<&str>> = vec![
         vec!["stats", &f],
         vec!["stats", &f, "--json"],
@@ -142,26 +122,14 @@ fn expect_refused(
             entry.why, entry.message_contains
         ));
     }
-    let out = match ctx.run(who, &args) {
-        Ok(out) => out,
-        Err(f) if f.kind == FailureKind::Timeout => {
-            return Err(Failure::fail(
-                expected,
-                format!(
-                    "it was still running after {} s (killed): it did not refuse the file",
-                    COMMAND_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-        Err(f) => return Err(f),
-    };
+    let out = common::run_to_refusal(ctx, who, &args, &expected, "refuse the file")?;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let mut problems = Vec::new();
     match out.status.code() {
         Some(1) => {}
         Some(0) => problems.push(format!(
             "it succeeded (exit status 0; stdout: {:?})",
-            crate::ctx::clip(String::from_utf8_lossy(&out.stdout).trim())
+            clip(String::from_utf8_lossy(&out.stdout).trim())
         )),
         Some(2) => {
             problems.push("exit status 2, which is for usage errors; a refused file is an error (1)".into())
@@ -223,13 +191,13 @@ fn manifest_case(ctx: &mut Ctx, entry: &RefusalEntry, case: &RefusalCase) -> Cas
     };
     let here = ctx.path(&entry.file);
     match case.expect.others {
-        Some(Outcome::Refuse) => refuse(ctx, non_creating(ctx, &here))?,
-        Some(Outcome::AddTables) => return Err(bad_manifest(case, "`others` that add the tables")),
+        Some(RefusalOutcome::Refuse) => refuse(ctx, non_creating(ctx, &here))?,
+        Some(RefusalOutcome::AddTables) => return Err(bad_manifest(case, "`others` that add the tables")),
         None => {}
     }
     match case.expect.init_add {
-        Some(Outcome::Refuse) => refuse(ctx, init_add(&here).to_vec())?,
-        Some(Outcome::AddTables) => {
+        Some(RefusalOutcome::Refuse) => refuse(ctx, init_add(&here).to_vec())?,
+        Some(RefusalOutcome::AddTables) => {
             for command in ["init", "add"] {
                 expect_tables_added(ctx, &subject, command, entry)?;
             }
@@ -276,7 +244,7 @@ fn expect_tables_added(ctx: &mut Ctx, subject: &Subject, command: &str, entry: &
         ensure_eq!(app, id, format!("application_id after {about} (FORMAT.md §1.3)"));
     }
     if command == "add" {
-        ensure_eq!(common::job_count(&file)?, 1, format!("jobs after {about}"));
+        ensure_eq!(job_count(&file)?, 1, format!("jobs after {about}"));
     }
     Ok(())
 }
@@ -302,21 +270,7 @@ fn format_version(file: &Path) -> Result<Option<String>, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cases::manifest::{check_bytes, JournalMode};
-    use crate::embedded;
-
-    #[test]
-    fn every_manifest_case_is_a_case_with_a_rule_and_its_files() {
-        let ids: Vec<&str> = cases().iter().map(|c| c.id).collect();
-        for d in fixture::refusal() {
-            assert!(ids.contains(&d.case.id.as_str()), "{} is not a case", d.case.id);
-            assert!(crate::rules::title(&d.case.rule).is_some(), "{}: no rule {}", d.case.id, d.case.rule);
-            let bytes = |name: &str| embedded::fixture(&format!("refusal/{name}")).expect(name);
-            let sidecars: Vec<(&str, &[u8])> =
-                d.entry.sidecars.iter().map(|s| (s.as_str(), bytes(s))).collect();
-            check_bytes(d.entry, bytes(&d.entry.file), &sidecars).unwrap();
-        }
-    }
+    use crate::cases::manifest::JournalMode;
 
     /// The rollback journal modes are there for every refusal that is a
     /// SQLite file, so that a program that sets the journal mode before its

@@ -1,5 +1,6 @@
 //! Delivery checks: nothing lost, nothing run twice without an excuse, no
-//! two holders at once, attempts counted once each, order kept.
+//! two holders at once, attempts counted once each, order kept, each
+//! payload as it was added.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -42,9 +43,9 @@ fn own_excuse(earlier: &Execution) -> Option<Excuse> {
     }
 }
 
-/// The executions of each job in start order, the jobs in id order: what
-/// [`History::by_job`] gives, in one sorted vector instead of a map with a
-/// vector a job, so that the checks stay linear in the history's length.
+/// The executions of each job in start order, the jobs in id order, in
+/// one sorted vector (not a map with a vector a job), so that the checks
+/// stay linear in the history's length.
 struct ByJob<'a> {
     runs: Vec<&'a Execution>,
 }
@@ -52,8 +53,8 @@ struct ByJob<'a> {
 impl<'a> ByJob<'a> {
     fn of(history: &'a History) -> ByJob<'a> {
         let mut runs: Vec<&Execution> = history.executions.iter().collect();
-        // A stable sort, as by_job's: ties keep the history's order. The
-        // history is nearly in this order already, which the sort exploits.
+        // A stable sort: ties keep the history's order. The history is
+        // nearly in this order already, which the sort exploits.
         runs.sort_by_key(|e| (e.job, e.start_ms, e.attempt));
         ByJob { runs }
     }
@@ -277,6 +278,31 @@ pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
     } else {
         vec![finding("order", None, format!("jobs ran in the order {seen:?}, expected {expected:?}"))]
     }
+}
+
+/// Executions whose payload (as the probe read it on stdin) is not the
+/// payload the job was added with.
+pub fn payloads(history: &History) -> Vec<Finding> {
+    let added: HashMap<i64, &str> = history.added.iter().map(|a| (a.job, a.payload.as_str())).collect();
+    history
+        .executions
+        .iter()
+        .filter_map(|e| {
+            let want = added.get(&e.job)?;
+            // The probe keeps the first 200 characters.
+            let want: String = want.chars().take(200).collect();
+            (e.payload != want).then(|| {
+                finding(
+                    "payload",
+                    Some(e.job),
+                    format!(
+                        "attempt {} read {:?} on stdin, but the job holds {want:?}",
+                        e.attempt, e.payload
+                    ),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Jobs whose every attempt fails must end dead after exactly

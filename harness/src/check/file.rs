@@ -2,17 +2,17 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use super::{finding, Finding};
+use crate::subjects::observe::file::open_read_only;
 
 /// Checks a ukue file on a read-only connection.
 pub fn invariants(path: &Path) -> Vec<Finding> {
-    let conn = match Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY) {
+    let conn = match open_read_only(path) {
         Ok(conn) => conn,
         Err(e) => return vec![finding("integrity", None, format!("{}: cannot open: {e}", path.display()))],
     };
-    let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
     match check(&conn) {
         Ok(findings) => findings,
         Err(e) => vec![finding("integrity", None, format!("{}: {e}", path.display()))],

@@ -1,8 +1,31 @@
-//! Checkers: pure functions over a [`History`] (and the file at the end)
-//! that name what went wrong. They never wait, poll or touch a process.
+//! Check: what a run must show, and what it did wrong. The checkers are
+//! pure functions that name what went wrong ([`Finding`]s); they never
+//! wait, poll or touch a process.
+//!
+//! - [`delivery`]: over a [`History`]: nothing
+//!   lost, nothing run twice without an excuse, no two holders, attempts
+//!   counted, order kept, payloads intact;
+//! - [`file`]: a file's integrity and the invariants of FORMAT.md §7;
+//! - [`durability`]: from a trace, every acknowledgement after the sync of
+//!   its commit (§6.1);
+//! - [`crash_states`]: the file states a power cut could leave, from a
+//!   recording of a trace;
+//! - [`model`]: the model of the format, the oracle of each step of a
+//!   model-based run (and of the claim order the steps cases expect).
+//!
+//! [`Finding`]: crate::check::Finding
+//! [`delivery`]: crate::check::delivery
+//! [`History`]: crate::history::History
+//! [`file`]: crate::check::file
+//! [`durability`]: crate::check::durability
+//! [`crash_states`]: crate::check::crash_states
+//! [`model`]: crate::check::model
 
-mod delivery;
+pub mod crash_states;
+pub mod delivery;
+pub mod durability;
 pub mod file;
+pub mod model;
 
 pub use delivery::*;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{counts, Reporter};
-use crate::case::Level;
+use crate::cases::Level;
 use crate::runner::{CaseReport, Status};
 
 pub struct Human {

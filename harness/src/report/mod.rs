@@ -1,5 +1,7 @@
 //! Reporters: what a run shows. The runner hands each finished case to a
 //! [`Reporter`]; how it is shown (a progress bar, JSON, JUnit) is theirs.
+//!
+//! [`Reporter`]: crate::report::Reporter
 
 mod human;
 mod json;

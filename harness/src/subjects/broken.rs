@@ -1,6 +1,7 @@
 //! Deliberately broken ukue programs, to show that the suite catches
-//! bugs. Each is the reference command line running an edited FORMAT.md;
-//! `ukue-broken` picks the edit named by the `UKUE_BROKEN` variable.
+//! bugs. Each is the reference running an edited FORMAT.md; `ukue-broken`
+//! (the command line) and `ukue-driver` (a step driver) pick the edit
+//! named by the `UKUE_BROKEN` variable (crate::commands).
 
 use std::sync::Arc;
 
@@ -108,6 +109,11 @@ pub const BUGS: &[Bug] = &[
 
 pub fn bug(name: &str) -> Option<&'static Bug> {
     BUGS.iter().find(|b| b.name == name)
+}
+
+/// Every bug's name, for a message: `reversed-priority, finish-without-token, …`.
+pub fn names() -> String {
+    BUGS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
 }
 
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is

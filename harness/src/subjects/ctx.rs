@@ -1,7 +1,6 @@
 //! What a case works with: its own directory, the subjects, a seeded
 //! random generator, and waits that end at a deadline.
 
-use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -11,10 +10,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::case::Failure;
-use crate::process::{Procs, Spawned};
-use crate::subject::Subjects;
-use crate::{embedded, subject::Subject};
+use super::observe::strace::printed_id;
+use super::process::{Procs, Spawned};
+use super::{Subject, Subjects};
+use crate::cases::Failure;
 
 /// How long one command of a subject may take before the case fails.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -73,14 +72,13 @@ impl Ctx {
         path
     }
 
-    /// Writes an embedded fixture (`refusal/empty.ukue`) into the case's
-    /// directory; returns its path.
-    pub fn fixture(&self, name: &str) -> Result<PathBuf, Failure> {
-        let bytes = embedded::fixture(name)
-            .ok_or_else(|| Failure::error(format!("fixture {name}"), "no such fixture in the harness"))?;
-        let path = self.path(Path::new(name).file_name().and_then(OsStr::to_str).unwrap_or(name));
-        std::fs::write(&path, bytes)?;
-        Ok(path)
+    /// A new ukue file in the case's directory, made by the subject's own
+    /// `init`, checked after the case.
+    pub fn init(&mut self, name: &str) -> Result<PathBuf, Failure> {
+        let file = self.tracked_file(name);
+        let subject = self.subject().clone();
+        self.ok(&subject, &["init", path_str(&file)])?;
+        Ok(file)
     }
 
     /// The time left before the case's deadline.
@@ -253,7 +251,7 @@ pub fn expect_success(who: &Subject, args: &[&str], out: &Output) -> Result<(), 
 }
 
 fn parse_id(who: &Subject, text: &str) -> Result<i64, Failure> {
-    crate::strace::printed_id(text).ok_or_else(|| {
+    printed_id(text).ok_or_else(|| {
         Failure::error(
             format!("{} add to print the new id alone on a line", who.name),
             format!("{:?}", clip(text)),

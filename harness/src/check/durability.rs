@@ -1,13 +1,15 @@
-//! The durability check: from an strace log ([`crate::strace`]), the
-//! writes and syncs that reach a file and the acknowledgements a program
-//! makes, in the order they completed; each acknowledgement must follow a
-//! sync of the file that holds the commit it acknowledges (FORMAT.md §6.1).
+//! The durability check: from an strace log
+//! ([`crate::subjects::observe::strace`]), the writes and syncs that reach
+//! any file, the programs started and the acknowledgements a program
+//! makes, each a [`Sighting`] in the order the calls completed; each
+//! acknowledgement must follow a sync of the file that holds the commit
+//! it acknowledges (FORMAT.md §6.1).
 
-use crate::strace::{self, Stdout};
+use crate::subjects::observe::strace::{self, Stdout};
 
 /// What one completed call meant here.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum Seen {
     /// Data written to a file (not stdout).
     Write { path: String },
     /// An fsync or fdatasync of a file that returned.
@@ -18,59 +20,60 @@ pub enum Event {
     Acknowledged { id: i64 },
 }
 
+/// One call that mattered, and where it completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub struct Sighting {
     /// The line of the trace where the call completed (from 1).
     pub line: usize,
     pub pid: u32,
-    pub event: Event,
+    pub seen: Seen,
 }
 
-/// The steps of an strace log, in completion order; acknowledgements are
-/// the lines on `stdout` (the stream the harness reads, as `-y` names it;
-/// None when it reads none).
-pub fn steps(trace: &str, stdout: Option<&str>) -> Vec<Step> {
+/// The sightings of an strace log, in completion order; acknowledgements
+/// are the lines on `stdout` (the stream the harness reads, as `-y` names
+/// it; None when it reads none).
+pub fn sightings(trace: &str, stdout: Option<&str>) -> Vec<Sighting> {
     let mut stdout = stdout.map(Stdout::new);
-    let mut steps = Vec::new();
+    let mut sightings = Vec::new();
     for call in strace::calls(trace) {
         let (line, pid) = (call.line, call.pid);
-        let mut push = |event| steps.push(Step { line, pid, event });
+        let mut push = |seen| sightings.push(Sighting { line, pid, seen });
         if let Some(written) = call.written() {
             if let Some(stdout) = stdout.as_mut().filter(|s| s.takes(&written)) {
                 // A line strace showed only in part cannot be read: its id
                 // goes unseen, and the case reports it missing.
                 if written.whole() {
                     for id in stdout.write(&written) {
-                        push(Event::Acknowledged { id });
+                        push(Seen::Acknowledged { id });
                     }
                 }
             } else if !written.path.is_empty() {
-                push(Event::Write { path: written.path });
+                push(Seen::Write { path: written.path });
             }
         } else if let Some(path) = call.synced() {
-            push(Event::Sync { path });
+            push(Seen::Sync { path });
         } else if let Some(program) = call.executed() {
-            push(Event::Exec { program });
+            push(Seen::Exec { program });
         }
     }
-    steps
+    sightings
 }
 
-/// Checks that before the step `at` (an acknowledgement), the last write
+/// Checks that before the sighting `at` (an acknowledgement), the last write
 /// to each of `files` was followed by a sync of that file. Returns what
 /// is wrong, or None.
-pub fn unsynced_before(steps: &[Step], at: usize, files: &[String]) -> Option<String> {
+pub fn unsynced_before(sightings: &[Sighting], at: usize, files: &[String]) -> Option<String> {
     let mut wrote_any = false;
     for file in files {
         let last_write =
-            steps[..at].iter().rposition(|s| matches!(&s.event, Event::Write { path } if path == file));
+            sightings[..at].iter().rposition(|s| matches!(&s.seen, Seen::Write { path } if path == file));
         let Some(w) = last_write else { continue };
         wrote_any = true;
-        let synced = steps[w..at].iter().any(|s| matches!(&s.event, Event::Sync { path } if path == file));
+        let synced = sightings[w..at].iter().any(|s| matches!(&s.seen, Seen::Sync { path } if path == file));
         if !synced {
             return Some(format!(
                 "the last write to {file} (trace line {}) was not followed by fsync/fdatasync of it before the acknowledgement (trace line {})",
-                steps[w].line, steps[at].line
+                sightings[w].line, sightings[at].line
             ));
         }
     }
@@ -93,17 +96,17 @@ mod tests {
 "#;
 
     #[test]
-    fn reads_steps_in_completion_order() {
-        let steps = steps(TRACE, Some("pipe:[77]"));
-        let events: Vec<(usize, Event)> = steps.into_iter().map(|s| (s.line, s.event)).collect();
+    fn reads_sightings_in_completion_order() {
+        let found = sightings(TRACE, Some("pipe:[77]"));
+        let seen: Vec<(usize, Seen)> = found.into_iter().map(|s| (s.line, s.seen)).collect();
         assert_eq!(
-            events,
+            seen,
             vec![
-                (1, Event::Write { path: "/t/a.ukue-wal".into() }),
-                (3, Event::Write { path: "/t/probe.log".into() }),
-                (4, Event::Sync { path: "/t/a.ukue-wal".into() }),
-                (6, Event::Acknowledged { id: 1 }),
-                (7, Event::Exec { program: "/bin/probe".into() }),
+                (1, Seen::Write { path: "/t/a.ukue-wal".into() }),
+                (3, Seen::Write { path: "/t/probe.log".into() }),
+                (4, Seen::Sync { path: "/t/a.ukue-wal".into() }),
+                (6, Seen::Acknowledged { id: 1 }),
+                (7, Seen::Exec { program: "/bin/probe".into() }),
             ]
         );
     }
@@ -111,8 +114,8 @@ mod tests {
     #[test]
     fn an_ack_before_the_sync_is_found() {
         let wal = vec!["/t/a.ukue-wal".to_string()];
-        assert_eq!(unsynced_before(&steps(TRACE, Some("pipe:[77]")), 3, &wal), None);
-        let unsynced = steps(
+        assert_eq!(unsynced_before(&sightings(TRACE, Some("pipe:[77]")), 3, &wal), None);
+        let unsynced = sightings(
             concat!(
                 "100 pwrite64(4</t/a.ukue-wal>, \"\", 1, 0) = 1\n",
                 "100 write(1<pipe:[1]>, \"1\\n\", 2) = 2\n",
@@ -120,7 +123,7 @@ mod tests {
             ),
             Some("pipe:[1]"),
         );
-        assert_eq!(unsynced[1].event, Event::Acknowledged { id: 1 });
+        assert_eq!(unsynced[1].seen, Seen::Acknowledged { id: 1 });
         let problem = unsynced_before(&unsynced, 1, &wal).unwrap();
         assert!(problem.contains("(trace line 1)") && problem.contains("(trace line 2)"), "{problem}");
         assert!(unsynced_before(&unsynced, 0, &wal).unwrap().contains("nothing was written"));

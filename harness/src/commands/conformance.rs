@@ -1,4 +1,6 @@
-//! `ukue-conformance`: the command line of the runner.
+//! `ukue-conformance`: the command line of the runner, and its `model`
+//! and `replay` subcommands (the model-based property search against a
+//! step driver, and running a saved script again: crate::explore).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,14 +9,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::case::Case;
+use crate::cases::{self, Case};
+use crate::check::model::op::{parse_script, script_text};
+use crate::check::model::Op;
+use crate::explore::gen::WORKERS;
+use crate::explore::run::{run_ops, search, ModelRun, SearchConfig, Target};
 use crate::report::{self, Reporter};
 use crate::runner::{self, Config};
-use crate::subject::{Subject, Subjects};
-use crate::{cases, embedded, process};
+use crate::spec;
+use crate::subjects::ctx::DEFAULT_CRASH_KILLS;
+use crate::subjects::driver::client::DriverCommand;
+use crate::subjects::{process, python, Subject, Subjects};
 
 /// Exit statuses, documented in spec/CONFORMANCE.md.
 pub mod exit {
@@ -39,11 +47,11 @@ pub enum Format {
 /// Runs the ukue conformance suite against a program with the ukue command line.
 #[derive(Debug, Parser)]
 #[command(name = "ukue-conformance", version)]
-pub struct Args {
+pub struct ConformanceArgs {
     /// With no subcommand: run the suite. `model` and `replay` are the
-    /// model-based runs against a step driver (crate::model::cli).
+    /// model-based runs against a step driver.
     #[command(subcommand)]
-    pub command: Option<crate::model::cli::ModelCommand>,
+    pub command: Option<ModelCommand>,
     /// The implementation under test (default: the `ukue` beside this binary)
     #[arg(long = "impl", value_name = "PATH")]
     pub implementation: Option<PathBuf>,
@@ -80,7 +88,7 @@ pub struct Args {
     pub case_timeout: Duration,
     /// Workers the crash cases kill, shared out among them (more kills
     /// make each case longer: raise --case-timeout with them)
-    #[arg(long, value_name = "N", default_value_t = crate::ctx::DEFAULT_CRASH_KILLS)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CRASH_KILLS)]
     pub crash_kills: usize,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
@@ -119,7 +127,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = ConformanceArgs::parse();
     match run(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -127,6 +135,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit::RUNNER)
         }
     }
+}
+
+/// This binary's path, to begin a command that runs it again.
+fn me() -> String {
+    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "ukue-conformance".into())
 }
 
 fn beside_me(name: &str) -> Option<PathBuf> {
@@ -172,7 +185,9 @@ pub fn parse_expected_failures(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn subjects(args: &Args) -> Result<Subjects> {
+/// The subjects the command line names, and the Python that runs the
+/// Python ones (they are written into the run's directory later).
+fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
     let implementation = match &args.implementation {
         Some(p) => absolute(p)?,
         None => beside_me("ukue").context("no `ukue` beside ukue-conformance; name one with --impl")?,
@@ -186,31 +201,25 @@ fn subjects(args: &Args) -> Result<Subjects> {
         None => beside_me("ukue-probe")
             .context("no `ukue-probe` beside ukue-conformance; name one with --probe")?,
     };
-    let python = if args.no_python {
-        None
-    } else {
-        let python = match &args.python {
-            Some(p) => Some(absolute(p)?),
-            None => on_path("python3"),
-        };
-        python.map(|program| Subject { name: "add_job.py".into(), program, args: Vec::new() })
+    let python = match (&args.python, args.no_python) {
+        (_, true) => None,
+        (Some(p), false) => Some(absolute(p)?),
+        (None, false) => on_path("python3"),
     };
-    Ok(Subjects {
+    let subjects = Subjects {
         subject: Subject::binary(implementation),
         reference: Subject::binary(reference),
-        python,
+        python: None,
         probe,
         strace: on_path("strace"),
         python_driver: None,
-    })
+    };
+    Ok((subjects, python))
 }
 
 /// The replay command for this run, without `--cases`.
-fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
-    let me = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "ukue-conformance".into());
-    let mut line = format!("{me} --impl {} --seed {seed}", subjects.subject.program.display());
+fn replay_prefix(args: &ConformanceArgs, subjects: &Subjects, seed: u64) -> String {
+    let mut line = format!("{} --impl {} --seed {seed}", me(), subjects.subject.program.display());
     if let Some(r) = &args.reference {
         line.push_str(&format!(" --reference {}", r.display()));
     }
@@ -223,15 +232,15 @@ fn replay_prefix(args: &Args, subjects: &Subjects, seed: u64) -> String {
     if args.strict {
         line.push_str(" --strict");
     }
-    if args.crash_kills != crate::ctx::DEFAULT_CRASH_KILLS {
+    if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
     line
 }
 
-pub fn run(mut args: Args) -> Result<u8> {
+pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     if let Some(command) = args.command.take() {
-        return Ok(crate::model::cli::run(command));
+        return Ok(run_model_command(command));
     }
     let all = cases::all();
     if args.list {
@@ -246,7 +255,7 @@ pub fn run(mut args: Args) -> Result<u8> {
         eprintln!("ukue-conformance: no case matches --cases {}", args.cases.join(" "));
         return Ok(exit::USAGE);
     }
-    let mut subjects = subjects(&args)?;
+    let (mut subjects, python) = subjects(&args)?;
     let expected_failures = match &args.expected_failures {
         Some(path) => parse_expected_failures(
             &std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
@@ -256,18 +265,10 @@ pub fn run(mut args: Args) -> Result<u8> {
     let seed = args.seed.unwrap_or_else(rand::random);
     let root =
         tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
-    if let Some(python) = &mut subjects.python {
-        let script = root.path().join("add_job.py");
-        std::fs::write(&script, embedded::ADD_JOB_PY)?;
-        let driver = root.path().join("ukue_driver.py");
-        std::fs::write(&driver, embedded::UKUE_DRIVER_PY)?;
-        std::fs::write(root.path().join("ukue_steps.py"), embedded::UKUE_STEPS_PY)?;
-        subjects.python_driver = Some(Subject {
-            name: "ukue_driver.py".into(),
-            program: python.program.clone(),
-            args: vec![driver.display().to_string()],
-        });
-        python.args = vec![script.display().to_string()];
+    if let Some(python) = python {
+        let installed = python::install(root.path(), &python)?;
+        subjects.python = Some(installed.add_job);
+        subjects.python_driver = Some(installed.driver);
     }
     let (mut run_cases, mut skipped) = (Vec::new(), Vec::new());
     for case in chosen {
@@ -347,18 +348,185 @@ fn list(all: &[Case], format: Format) {
                     "{:<44} {:<6} {:<28} {}",
                     case.id,
                     case.level.as_str(),
-                    crate::rules::label(case.rule),
+                    spec::label(case.rule),
                     case.summary
                 )
             }
             Format::Json => serde_json::json!({
-                "id": case.id, "level": case.level, "rule": case.rule, "rule_title": crate::rules::title(case.rule),
+                "id": case.id, "level": case.level, "rule": case.rule, "rule_title": spec::title(case.rule),
                 "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
             })
             .to_string(),
         };
         if writeln!(out, "{line}").is_err() {
             return;
+        }
+    }
+}
+
+// ---- `model` and `replay`: model-based runs against a step driver. ----
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Model-based property search against a step driver
+    /// (spec/CONFORMANCE.md, "Model-based runs")
+    Model(ModelArgs),
+    /// Run a saved op script (JSON lines) again against a step driver
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// The driver command, split on spaces; leading NAME=VALUE words set
+    /// its environment (default: the reference library in this process)
+    #[arg(long, value_name = "CMD")]
+    pub driver: Option<String>,
+    /// Sequences to try
+    #[arg(long, default_value = "256")]
+    pub cases: u32,
+    /// The seed of every random choice (default: a new one, printed)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The longest sequence
+    #[arg(long, default_value = "40", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_steps: u32,
+    /// Where to save a failing sequence (default: a file in the temp directory)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The script: one op a JSON line, `#` comments
+    pub file: PathBuf,
+    /// The driver command (default: the reference library in this process)
+    #[arg(long, value_name = "CMD")]
+    pub driver: Option<String>,
+    /// Print every step
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// Resolves `--driver`: a bare program name that sits beside this binary
+/// (`ukue-driver`) runs that one.
+fn target(driver: Option<&str>) -> Result<Target, String> {
+    let Some(text) = driver else { return Ok(Target::reference()) };
+    let mut cmd = DriverCommand::parse(text).ok_or("--driver: an empty command")?;
+    if !cmd.program.contains('/') {
+        let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(&cmd.program)));
+        if let Some(path) = beside.filter(|p| p.is_file()) {
+            cmd.program = path.display().to_string();
+        }
+    }
+    Ok(Target::Driver(cmd))
+}
+
+fn driver_flag(driver: Option<&str>) -> String {
+    driver.map(|d| format!(" --driver '{d}'")).unwrap_or_default()
+}
+
+/// Prints a sequence of ops, a numbered line each.
+fn print_ops(ops: &[Op]) {
+    for (i, op) in ops.iter().enumerate() {
+        println!("  {:>2} {}", i + 1, op.to_line());
+    }
+}
+
+fn run_model_command(command: ModelCommand) -> u8 {
+    let (name, driver) = match &command {
+        ModelCommand::Model(args) => ("model", args.driver.as_deref()),
+        ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
+    };
+    let target = match target(driver) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ukue-conformance {name}: {e}");
+            return exit::USAGE;
+        }
+    };
+    match command {
+        ModelCommand::Model(args) => model(args, target),
+        ModelCommand::Replay(args) => replay(args, target),
+    }
+}
+
+fn model(args: ModelArgs, target: Target) -> u8 {
+    // A driver that cannot start or open a file is the runner's trouble,
+    // not a failing sequence.
+    if let Err(f) = ModelRun::start(&target, WORKERS as usize) {
+        eprintln!("ukue-conformance model: {}", f.message);
+        return exit::RUNNER;
+    }
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let again = format!(
+        "{} model{} --seed {seed} --cases {} --max-steps {}",
+        me(),
+        driver_flag(args.driver.as_deref()),
+        args.cases,
+        args.max_steps
+    );
+    println!(
+        "model-based run: {}, seed {seed}, {} cases of up to {} steps",
+        target.describe(),
+        args.cases,
+        args.max_steps
+    );
+    let mut config = SearchConfig::new(target, args.cases, seed);
+    config.max_steps = args.max_steps as usize;
+    let report = search(&config);
+    let secs = report.elapsed.as_secs_f64();
+    let Some(found) = report.found else {
+        println!(
+            "passed: {} cases in {secs:.1} s ({:.0} cases a minute)",
+            report.cases,
+            f64::from(report.cases) * 60.0 / secs.max(1e-9)
+        );
+        return exit::OK;
+    };
+    println!("FAILED: a sequence of {} steps, shrunk to {}:", found.original_len, found.ops.len());
+    println!("{}", found.failure);
+    println!("the sequence:");
+    print_ops(&found.ops);
+    let path =
+        args.save.unwrap_or_else(|| std::env::temp_dir().join(format!("ukue-model-failure-{seed}.jsonl")));
+    let comments = vec![
+        format!("found by: {again}"),
+        format!("against: {}", config.target.describe()),
+        found.failure.to_string(),
+    ];
+    match std::fs::write(&path, script_text(&comments, &found.ops)) {
+        Ok(()) => println!("saved to {}", path.display()),
+        Err(e) => eprintln!("ukue-conformance model: cannot save {}: {e}", path.display()),
+    }
+    println!("replay: {} replay {}{}", me(), path.display(), driver_flag(args.driver.as_deref()));
+    println!("search again: {again}");
+    exit::FAILURES
+}
+
+fn replay(args: ReplayArgs, target: Target) -> u8 {
+    let ops =
+        match std::fs::read_to_string(&args.file).map_err(|e| e.to_string()).and_then(|t| parse_script(&t)) {
+            Ok(ops) => ops,
+            Err(e) => {
+                eprintln!("ukue-conformance replay: {}: {e}", args.file.display());
+                return exit::USAGE;
+            }
+        };
+    if args.verbose {
+        print_ops(&ops);
+    }
+    match run_ops(&target, &ops).map_err(|f| f.to_string()) {
+        Ok(()) => {
+            println!("passed: {} steps of {} against {}", ops.len(), args.file.display(), target.describe());
+            exit::OK
+        }
+        Err(message) => {
+            println!("FAILED: {} against {}\n{message}", args.file.display(), target.describe());
+            if message.starts_with("before the first step") {
+                exit::RUNNER
+            } else {
+                exit::FAILURES
+            }
         }
     }
 }

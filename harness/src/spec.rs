@@ -1,7 +1,13 @@
-//! The numbered rules of FORMAT.md, so a case can name the rule it checks
-//! and a report can show its heading.
+//! The spec the suite judges by: FORMAT.md (the library's copy, embedded
+//! once), its numbered rules, so that a case can name the rule it checks
+//! and a report can show its heading, and CONFORMANCE.md, which lists
+//! every case.
 
-use crate::embedded::FORMAT_MD;
+/// spec/FORMAT.md, as the reference library embeds it.
+pub use ukue::spec::FORMAT_MD;
+
+/// spec/CONFORMANCE.md: what a subject must offer, and every case.
+pub const CONFORMANCE_MD: &str = include_str!("../../spec/CONFORMANCE.md");
 
 /// The title of FORMAT.md section `number` (such as `2.3` or `5.4`):
 /// a heading `### 5.4. Claim`, or a paragraph `2.3. **Refusal.**`.

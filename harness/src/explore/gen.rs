@@ -1,14 +1,15 @@
-//! Generating op sequences: the model as a proptest-state-machine
-//! [`ReferenceStateMachine`]. Several logical workers interleave adds,
-//! claims and holder steps across two queues and a few priorities, and the
-//! clock moves to exactly the edges that matter: one ms before, at, and one
-//! ms after each lease_until and run_at the model knows of.
+//! Generating op sequences: the model (crate::check::model) as a
+//! proptest-state-machine [`ReferenceStateMachine`]. Several logical
+//! workers interleave adds, claims and holder steps across two queues and
+//! a few priorities, and the clock moves to exactly the edges that matter:
+//! one ms before, at, and one ms after each lease_until and run_at the
+//! model knows of.
 
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest_state_machine::ReferenceStateMachine;
 
-use super::{FailHow, JobState, Label, Model, Op, PurgeState};
+use crate::check::model::{FailHow, JobState, Label, Model, Op, PurgeState};
 
 /// How many logical workers a generated run has.
 pub const WORKERS: u8 = 3;

@@ -5,10 +5,14 @@
 //! values a run happened to see: `label` of an add names its job, `label`
 //! of a claim names the token (and job) it took, and later steps refer to
 //! those labels. A sequence with steps removed (shrunk) keeps its meaning.
+//!
+//! [`Op`] is the harness's only `Op`: an operation of a case's history is
+//! a [`HistoryOp`](crate::history::HistoryOp), a change to a file's bytes
+//! in a trace a [`Change`](crate::subjects::observe::recording::Change).
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::Request;
+use crate::subjects::driver::Request;
 
 /// The name an add gives its job, or a claim its token.
 pub type Label = u32;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::ctx::Ctx;
+use crate::subjects::ctx::Ctx;
 
 /// What a case needs beyond the subject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,7 +37,7 @@ impl Level {
 pub struct Case {
     /// Stable id, `family/name`.
     pub id: &'static str,
-    /// The FORMAT.md section it checks, such as `2.3` (see [`crate::rules`]).
+    /// The FORMAT.md section it checks, such as `2.3` (see [`crate::spec`]).
     pub rule: &'static str,
     /// One line: what the case shows.
     pub summary: &'static str,
@@ -65,7 +65,7 @@ impl Case {
     /// (`fixtures/refusal/manifest.json:14`); None for a case written as
     /// code.
     pub fn source(&self) -> Option<String> {
-        crate::cases::source(self.id)
+        super::fixture::source(self.id)
     }
 }
 
@@ -120,7 +120,7 @@ impl From<rusqlite::Error> for Failure {
 macro_rules! ensure {
     ($cond:expr, $expected:expr, $seen:expr $(,)?) => {
         if !$cond {
-            return Err($crate::case::Failure::fail($expected, $seen));
+            return Err($crate::cases::Failure::fail($expected, $seen));
         }
     };
 }
@@ -132,7 +132,7 @@ macro_rules! ensure_eq {
         let seen = $seen;
         let expected = $expected;
         if seen != expected {
-            return Err($crate::case::Failure::fail(
+            return Err($crate::cases::Failure::fail(
                 format!("{}: {:?}", $what, expected),
                 format!("{}: {:?}", $what, seen),
             ));

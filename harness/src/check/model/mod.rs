@@ -14,21 +14,19 @@
 //!   then take any job that some choice within the ranges puts first, and
 //!   what it took narrows the ranges of the others.
 //!
-//! The property tests ([`run`], [`gen`]), the fuzzer (crate::fuzzing) and
-//! the replay command all use this one model.
+//! The model is the oracle of every step of a model-based run
+//! (crate::explore: the generator, the runs, the fuzzer and the replay
+//! command all use this one model), and says in what order a worker takes
+//! a file's jobs ([`Model::claim_order`], for the steps cases).
 
-pub mod cli;
-pub mod gen;
 pub mod op;
-pub mod run;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::driver::{Answer, ErrorKind, Request};
+use crate::subjects::driver::{Answer, ErrorKind, JobAnswer, Millis, Request};
+use crate::subjects::observe::file::Row;
 pub use op::{FailHow, Label, Op, PurgeState, FORGED_TOKEN};
-
-pub type Millis = i64;
 
 /// Where every model-based run starts its clock (2023-11-14T22:13:20Z).
 pub const START_MS: Millis = 1_700_000_000_000;
@@ -146,9 +144,9 @@ impl Default for Model {
     }
 }
 
-/// What an op may answer: the allowed outcomes.
+/// What an op may answer: its allowed outcomes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Allowed {
     /// Nothing to send: the op names a claim that took no job, or an add
     /// that added none.
     Skip,
@@ -180,14 +178,14 @@ pub enum Outcome {
     Stats,
 }
 
-impl fmt::Display for Outcome {
+impl fmt::Display for Allowed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Skip => write!(f, "nothing (skipped)"),
-            Outcome::Clock => write!(f, "nothing (the clock moves)"),
-            Outcome::Error(kind) => write!(f, "error {}", kind.as_str()),
-            Outcome::Added { id } => write!(f, "ok, id {id}"),
-            Outcome::Claimed { candidates, empty } => {
+            Allowed::Skip => write!(f, "nothing (skipped)"),
+            Allowed::Clock => write!(f, "nothing (the clock moves)"),
+            Allowed::Error(kind) => write!(f, "error {}", kind.as_str()),
+            Allowed::Added { id } => write!(f, "ok, id {id}"),
+            Allowed::Claimed { candidates, empty } => {
                 let jobs: Vec<String> = candidates.iter().map(|id| format!("job {id}")).collect();
                 match (jobs.is_empty(), empty) {
                     (true, _) => write!(f, "ok, no job"),
@@ -195,12 +193,12 @@ impl fmt::Display for Outcome {
                     (false, true) => write!(f, "ok, {} or no job", jobs.join(" or ")),
                 }
             }
-            Outcome::Done => write!(f, "ok"),
-            Outcome::Failed { dead: true, .. } => write!(f, "ok, state dead"),
-            Outcome::Failed { dead: false, run_at } => write!(f, "ok, state ready, run_at {run_at}"),
-            Outcome::Renewed { lease_until } => write!(f, "ok, lease_until {lease_until}"),
-            Outcome::Count(n) => write!(f, "ok, count {n}"),
-            Outcome::Stats => write!(f, "ok, the model's counts"),
+            Allowed::Done => write!(f, "ok"),
+            Allowed::Failed { dead: true, .. } => write!(f, "ok, state dead"),
+            Allowed::Failed { dead: false, run_at } => write!(f, "ok, state ready, run_at {run_at}"),
+            Allowed::Renewed { lease_until } => write!(f, "ok, lease_until {lease_until}"),
+            Allowed::Count(n) => write!(f, "ok, count {n}"),
+            Allowed::Stats => write!(f, "ok, the model's counts"),
         }
     }
 }
@@ -209,7 +207,7 @@ impl fmt::Display for Outcome {
 /// answer will tell still open.
 #[derive(Debug, Clone)]
 pub struct Expect {
-    pub outcome: Outcome,
+    pub allowed: Allowed,
     /// The job id and token the op acts on (holder steps, retry, delete).
     pub id: Option<i64>,
     pub token: Option<String>,
@@ -217,14 +215,14 @@ pub struct Expect {
 }
 
 impl Expect {
-    fn new(outcome: Outcome, next: Model) -> Expect {
-        Expect { outcome, id: None, token: None, next }
+    fn new(allowed: Allowed, next: Model) -> Expect {
+        Expect { allowed, id: None, token: None, next }
     }
 
     /// The request to send for the op, or None (skipped, or the clock).
     pub fn request(&self, op: &Op, now: Millis) -> Option<Request> {
-        match self.outcome {
-            Outcome::Skip | Outcome::Clock => None,
+        match self.allowed {
+            Allowed::Skip | Allowed::Clock => None,
             _ => op.request(now, self.id, self.token.as_deref()),
         }
     }
@@ -283,14 +281,14 @@ impl Model {
         step: impl FnOnce(i64, Model) -> Expect,
     ) -> Expect {
         let Some((id, token)) = self.claimed(label) else {
-            return Expect::new(Outcome::Skip, next);
+            return Expect::new(Allowed::Skip, next);
         };
         let mut expect = if invalid {
-            Expect::new(Outcome::Error(ErrorKind::Invalid), next)
+            Expect::new(Allowed::Error(ErrorKind::Invalid), next)
         } else if !forged && self.holds(label, id) {
             step(id, next)
         } else {
-            Expect::new(Outcome::Error(ErrorKind::LeaseLost), next)
+            Expect::new(Allowed::Error(ErrorKind::LeaseLost), next)
         };
         expect.id = Some(id);
         expect.token = token.cloned();
@@ -346,10 +344,11 @@ impl Model {
         (possible, empty)
     }
 
-    /// The model of a file's jobs as read from it ([`run::read_rows`]) at
-    /// `now`: the runner's checkers use it to say what the one model
-    /// expects of a history.
-    pub fn from_rows(rows: &[run::Row], now: Millis) -> Model {
+    /// The model of a file's jobs as read from it
+    /// ([`read_rows`](crate::subjects::observe::file::read_rows)) at `now`:
+    /// the steps cases use it to say what the one model expects of a
+    /// history.
+    pub fn from_rows(rows: &[Row], now: Millis) -> Model {
         let mut model = Model::new(now);
         for row in rows {
             let state = match row.state.as_str() {
@@ -410,7 +409,7 @@ impl Model {
         match op {
             Op::Advance { ms } => {
                 next.now = now.saturating_add((*ms).max(0));
-                Expect::new(Outcome::Clock, next)
+                Expect::new(Allowed::Clock, next)
             }
             Op::Add { label, queue, priority, max_attempts, delay_ms, .. } => {
                 if !valid_queue(queue)
@@ -418,7 +417,7 @@ impl Model {
                     || *max_attempts < 1
                     || *delay_ms < 0
                 {
-                    return Expect::new(Outcome::Error(ErrorKind::Invalid), next);
+                    return Expect::new(Allowed::Error(ErrorKind::Invalid), next);
                 }
                 let id = next.next_id;
                 next.next_id += 1;
@@ -441,15 +440,15 @@ impl Model {
                         updated_at: now,
                     },
                 );
-                Expect::new(Outcome::Added { id }, next)
+                Expect::new(Allowed::Added { id }, next)
             }
             Op::Claim { queue, lease_ms, .. } => {
                 if !valid_queue(queue) || *lease_ms < 1 || now.checked_add(*lease_ms).is_none() {
-                    return Expect::new(Outcome::Error(ErrorKind::Invalid), next);
+                    return Expect::new(Allowed::Error(ErrorKind::Invalid), next);
                 }
                 next.reap();
                 let (candidates, empty) = next.candidates(queue);
-                Expect::new(Outcome::Claimed { candidates, empty }, next)
+                Expect::new(Allowed::Claimed { candidates, empty }, next)
             }
             Op::Finish { claim, keep_done, forged, .. } => {
                 self.held_step(*claim, *forged, false, next, |id, mut next| {
@@ -460,7 +459,7 @@ impl Model {
                     } else {
                         next.jobs.remove(&id);
                     }
-                    Expect::new(Outcome::Done, next)
+                    Expect::new(Allowed::Done, next)
                 })
             }
             Op::Fail { claim, how, forged, .. } => {
@@ -480,7 +479,7 @@ impl Model {
                         };
                     }
                     let run_at = job.run_at;
-                    Expect::new(Outcome::Failed { dead, run_at }, next)
+                    Expect::new(Allowed::Failed { dead, run_at }, next)
                 })
             }
             Op::Renew { claim, lease_ms, forged, .. } => {
@@ -490,7 +489,7 @@ impl Model {
                     let until = now + lease_ms;
                     job.lease_until = Some(until);
                     job.updated_at = now;
-                    Expect::new(Outcome::Renewed { lease_until: until }, next)
+                    Expect::new(Allowed::Renewed { lease_until: until }, next)
                 })
             }
             Op::Release { claim, forged, .. } => {
@@ -503,28 +502,28 @@ impl Model {
                     // reference keeps it (FORMAT.md §5.8): the job was due
                     // when claimed, so either lies in [its run_at, now].
                     job.run_at = Span { lo: job.run_at.lo.min(now), hi: now };
-                    Expect::new(Outcome::Done, next)
+                    Expect::new(Allowed::Done, next)
                 })
             }
             Op::Retry { job, .. } => {
                 let Some(&id) = self.adds.get(job) else {
-                    return Expect::new(Outcome::Skip, next);
+                    return Expect::new(Allowed::Skip, next);
                 };
-                let outcome = match next.jobs.get_mut(&id) {
-                    None => Outcome::Error(ErrorKind::NotFound),
+                let allowed = match next.jobs.get_mut(&id) {
+                    None => Allowed::Error(ErrorKind::NotFound),
                     Some(j) if j.state == JobState::Dead => {
                         j.retried(now);
-                        Outcome::Done
+                        Allowed::Done
                     }
-                    Some(_) => Outcome::Error(ErrorKind::Refused),
+                    Some(_) => Allowed::Error(ErrorKind::Refused),
                 };
-                let mut expect = Expect::new(outcome, next);
+                let mut expect = Expect::new(allowed, next);
                 expect.id = Some(id);
                 expect
             }
             Op::RetryAll { queue, .. } => {
                 if queue.as_deref().is_some_and(|q| !valid_queue(q)) {
-                    return Expect::new(Outcome::Error(ErrorKind::Invalid), next);
+                    return Expect::new(Allowed::Error(ErrorKind::Invalid), next);
                 }
                 let mut count = 0;
                 for j in next.jobs.values_mut() {
@@ -533,24 +532,24 @@ impl Model {
                         count += 1;
                     }
                 }
-                Expect::new(Outcome::Count(count), next)
+                Expect::new(Allowed::Count(count), next)
             }
             Op::Delete { job, .. } => {
                 let Some(&id) = self.adds.get(job) else {
-                    return Expect::new(Outcome::Skip, next);
+                    return Expect::new(Allowed::Skip, next);
                 };
-                let outcome = if next.jobs.remove(&id).is_some() {
-                    Outcome::Done
+                let allowed = if next.jobs.remove(&id).is_some() {
+                    Allowed::Done
                 } else {
-                    Outcome::Error(ErrorKind::NotFound)
+                    Allowed::Error(ErrorKind::NotFound)
                 };
-                let mut expect = Expect::new(outcome, next);
+                let mut expect = Expect::new(allowed, next);
                 expect.id = Some(id);
                 expect
             }
             Op::Purge { state, queue, .. } => {
                 if queue.as_deref().is_some_and(|q| !valid_queue(q)) {
-                    return Expect::new(Outcome::Error(ErrorKind::Invalid), next);
+                    return Expect::new(Allowed::Error(ErrorKind::Invalid), next);
                 }
                 let state = match state {
                     PurgeState::Dead => JobState::Dead,
@@ -558,9 +557,9 @@ impl Model {
                 };
                 let before = next.jobs.len();
                 next.jobs.retain(|_, j| !(j.state == state && queue.as_ref().is_none_or(|q| *q == j.queue)));
-                Expect::new(Outcome::Count((before - next.jobs.len()) as i64), next)
+                Expect::new(Allowed::Count((before - next.jobs.len()) as i64), next)
             }
-            Op::Stats { .. } => Expect::new(Outcome::Stats, next),
+            Op::Stats { .. } => Expect::new(Allowed::Stats, next),
         }
     }
 
@@ -569,19 +568,19 @@ impl Model {
     /// generating ops) the model takes the outcome that puts every open
     /// run_at at the start of its range.
     pub fn observe(&mut self, op: &Op, expect: Expect, answer: Option<&Answer>) -> Result<(), String> {
-        let Expect { outcome, mut next, .. } = expect;
+        let Expect { allowed, mut next, .. } = expect;
         let blind = answer.is_none();
         let canonical;
         let answer = match answer {
             Some(a) => a,
             None => {
-                canonical = self.canonical(op, &outcome, &next);
+                canonical = self.canonical(op, &allowed, &next);
                 &canonical
             }
         };
-        match &outcome {
-            Outcome::Skip | Outcome::Clock => {}
-            Outcome::Error(kind) => {
+        match &allowed {
+            Allowed::Skip | Allowed::Clock => {}
+            Allowed::Error(kind) => {
                 if answer.ok || answer.error != Some(*kind) {
                     let seen = match answer.error {
                         _ if answer.ok => "ok".to_string(),
@@ -598,20 +597,20 @@ impl Model {
                     next.claims.insert(*label, None);
                 }
             }
-            Outcome::Added { id } => {
+            Allowed::Added { id } => {
                 check_ok(answer)?;
                 check_eq("id", answer.id, Some(*id))?;
             }
-            Outcome::Done => check_ok(answer)?,
-            Outcome::Renewed { lease_until } => {
+            Allowed::Done => check_ok(answer)?,
+            Allowed::Renewed { lease_until } => {
                 check_ok(answer)?;
                 check_eq("lease_until", answer.lease_until, Some(*lease_until))?;
             }
-            Outcome::Count(n) => {
+            Allowed::Count(n) => {
                 check_ok(answer)?;
                 check_eq("count", answer.count, Some(*n))?;
             }
-            Outcome::Failed { dead, run_at } => {
+            Allowed::Failed { dead, run_at } => {
                 check_ok(answer)?;
                 if *dead {
                     check_eq("state", answer.state.as_deref(), Some("dead"))?;
@@ -625,20 +624,20 @@ impl Model {
                     next.jobs.get_mut(&id).expect("failed job").run_at = Span::exact(seen);
                 }
             }
-            Outcome::Claimed { candidates, empty } => {
+            Allowed::Claimed { candidates, empty } => {
                 check_ok(answer)?;
                 let Op::Claim { label, queue, lease_ms, .. } = op else { return mismatch("not a claim") };
                 next.claims.insert(*label, answer.job.as_ref().map(|j| j.id));
                 match &answer.job {
                     None => {
                         if !empty {
-                            return mismatch(format!("claim: expected {outcome}, got no job"));
+                            return mismatch(format!("claim: expected {allowed}, got no job"));
                         }
                         next.narrow_empty(queue, answer.next_due)?;
                     }
                     Some(job) => {
                         if !candidates.contains(&job.id) {
-                            return mismatch(format!("claim: expected {outcome}, got job {}", job.id));
+                            return mismatch(format!("claim: expected {allowed}, got job {}", job.id));
                         }
                         if job.token.is_empty() || self.tokens.values().any(|t| *t == job.token) {
                             return mismatch(format!("claim: token {:?} is not fresh", job.token));
@@ -648,7 +647,7 @@ impl Model {
                     }
                 }
             }
-            Outcome::Stats => {
+            Allowed::Stats => {
                 check_ok(answer)?;
                 if !blind {
                     next.check_stats(answer)?;
@@ -679,19 +678,19 @@ impl Model {
 
     /// The answer a subject gives when every open run_at is at the start
     /// of its range.
-    fn canonical(&self, op: &Op, outcome: &Outcome, next: &Model) -> Answer {
-        match outcome {
-            Outcome::Skip | Outcome::Clock => Answer::ok(),
-            Outcome::Error(kind) => Answer::error(*kind, "canonical"),
-            Outcome::Added { id } => Answer { id: Some(*id), ..Answer::ok() },
-            Outcome::Done | Outcome::Stats => Answer::ok(),
-            Outcome::Renewed { lease_until } => Answer { lease_until: Some(*lease_until), ..Answer::ok() },
-            Outcome::Count(n) => Answer { count: Some(*n), ..Answer::ok() },
-            Outcome::Failed { dead: true, .. } => Answer { state: Some("dead".into()), ..Answer::ok() },
-            Outcome::Failed { dead: false, run_at } => {
+    fn canonical(&self, op: &Op, allowed: &Allowed, next: &Model) -> Answer {
+        match allowed {
+            Allowed::Skip | Allowed::Clock => Answer::ok(),
+            Allowed::Error(kind) => Answer::error(*kind, "canonical"),
+            Allowed::Added { id } => Answer { id: Some(*id), ..Answer::ok() },
+            Allowed::Done | Allowed::Stats => Answer::ok(),
+            Allowed::Renewed { lease_until } => Answer { lease_until: Some(*lease_until), ..Answer::ok() },
+            Allowed::Count(n) => Answer { count: Some(*n), ..Answer::ok() },
+            Allowed::Failed { dead: true, .. } => Answer { state: Some("dead".into()), ..Answer::ok() },
+            Allowed::Failed { dead: false, run_at } => {
                 Answer { state: Some("ready".into()), run_at: Some(run_at.lo), ..Answer::ok() }
             }
-            Outcome::Claimed { .. } => {
+            Allowed::Claimed { .. } => {
                 let Op::Claim { label, queue, lease_ms, .. } = op else { return Answer::ok() };
                 let first = next
                     .ready_in(queue)
@@ -699,19 +698,7 @@ impl Model {
                     .min_by_key(|j| (-j.priority, j.run_at.lo, j.id));
                 match first {
                     Some(j) => Answer {
-                        job: Some(crate::driver::JobAnswer {
-                            id: j.id,
-                            queue: j.queue.clone(),
-                            payload: j.payload.clone(),
-                            priority: j.priority,
-                            attempt: j.attempts + 1,
-                            max_attempts: j.max_attempts,
-                            run_at: j.run_at.lo,
-                            lease_until: next.now + lease_ms,
-                            created_at: j.created_at,
-                            last_error: j.last_error.clone(),
-                            token: format!("generated-{label}"),
-                        }),
+                        job: Some(j.claim_answer(next.now + lease_ms, format!("generated-{label}"))),
                         ..Answer::ok()
                     },
                     None => {
@@ -758,12 +745,7 @@ impl Model {
 
     /// A claim took `seen`: check what it showed, narrow the other ready
     /// jobs of its queue (none of them came first) and mark it running.
-    fn take(
-        &mut self,
-        seen: &crate::driver::JobAnswer,
-        label: Label,
-        lease_ms: Millis,
-    ) -> Result<(), String> {
+    fn take(&mut self, seen: &JobAnswer, label: Label, lease_ms: Millis) -> Result<(), String> {
         let now = self.now;
         let job = self.jobs.get(&seen.id).expect("a candidate").clone();
         check_eq("claim: queue", seen.queue.as_str(), job.queue.as_str())?;
@@ -873,8 +855,9 @@ impl Model {
 
     /// Checks the file's rows against the model: the same jobs, each with
     /// the state, counts, times, token and error the model says (a run_at
-    /// within its range). `rows` come from [`run::read_rows`].
-    pub fn check_rows(&self, rows: &[run::Row]) -> Result<(), String> {
+    /// within its range). `rows` come from
+    /// [`read_rows`](crate::subjects::observe::file::read_rows).
+    pub fn check_rows(&self, rows: &[Row]) -> Result<(), String> {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         check_eq("the file's job ids", ids, self.jobs.keys().copied().collect())?;
         for (row, job) in rows.iter().zip(self.jobs.values()) {
@@ -929,6 +912,24 @@ fn check_ok(answer: &Answer) -> Result<(), String> {
 }
 
 impl MJob {
+    /// What a claim that takes this job (its run_at at the start of its
+    /// range) answers, with a lease until `lease_until` and `token`.
+    pub fn claim_answer(&self, lease_until: Millis, token: String) -> JobAnswer {
+        JobAnswer {
+            id: self.id,
+            queue: self.queue.clone(),
+            payload: self.payload.clone(),
+            priority: self.priority,
+            attempt: self.attempts + 1,
+            max_attempts: self.max_attempts,
+            run_at: self.run_at.lo,
+            lease_until,
+            created_at: self.created_at,
+            last_error: self.last_error.clone(),
+            token,
+        }
+    }
+
     fn token_cleared(&mut self, now: Millis) {
         self.lease_until = None;
         self.holder = None;
@@ -946,7 +947,6 @@ impl MJob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::JobAnswer;
 
     fn add(label: Label, queue: &str, priority: i64, max_attempts: i64) -> Op {
         Op::Add { worker: 0, label, queue: queue.into(), priority, max_attempts, delay_ms: 0 }
@@ -966,23 +966,7 @@ mod tests {
     }
 
     fn taken(m: &Model, id: i64, token: &str, lease_ms: i64) -> Answer {
-        let j = &m.jobs[&id];
-        Answer {
-            job: Some(JobAnswer {
-                id,
-                queue: j.queue.clone(),
-                payload: j.payload.clone(),
-                priority: j.priority,
-                attempt: j.attempts + 1,
-                max_attempts: j.max_attempts,
-                run_at: j.run_at.lo,
-                lease_until: m.now + lease_ms,
-                created_at: j.created_at,
-                last_error: j.last_error.clone(),
-                token: token.into(),
-            }),
-            ..Answer::ok()
-        }
+        Answer { job: Some(m.jobs[&id].claim_answer(m.now + lease_ms, token.into())), ..Answer::ok() }
     }
 
     #[test]
@@ -1016,12 +1000,12 @@ mod tests {
     fn a_holder_whose_lease_ran_out_unreaped_still_holds() {
         let m = model(&[add(1, "a", 0, 3), claim(2, "a", 1_000), Op::Advance { ms: 5_000 }]);
         let finish = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: false };
-        assert_eq!(m.expect(&finish).outcome, Outcome::Done);
+        assert_eq!(m.expect(&finish).allowed, Allowed::Done);
         let forged = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: true };
-        assert_eq!(m.expect(&forged).outcome, Outcome::Error(ErrorKind::LeaseLost));
+        assert_eq!(m.expect(&forged).allowed, Allowed::Error(ErrorKind::LeaseLost));
         let reaped =
             model(&[add(1, "a", 0, 3), claim(2, "a", 1_000), Op::Advance { ms: 5_000 }, claim(3, "b", 1)]);
-        assert_eq!(reaped.expect(&finish).outcome, Outcome::Error(ErrorKind::LeaseLost));
+        assert_eq!(reaped.expect(&finish).allowed, Allowed::Error(ErrorKind::LeaseLost));
     }
 
     #[test]
@@ -1039,7 +1023,7 @@ mod tests {
 
     #[test]
     fn the_claim_order_of_a_file_follows_the_model() {
-        let row = |id: i64, priority: i64, run_at: i64| run::Row {
+        let row = |id: i64, priority: i64, run_at: i64| Row {
             id,
             queue: "q".into(),
             payload: Vec::new(),
@@ -1065,7 +1049,7 @@ mod tests {
         let m = model(&[add(1, "a", 0, 3), add(2, "a", 5, 3), add(3, "a", 5, 3), claim(4, "a", 1_000)]);
         assert_eq!(m.claims[&4], Some(2));
         let expect = m.expect(&claim(5, "a", 1_000));
-        assert_eq!(expect.outcome, Outcome::Claimed { candidates: vec![3], empty: false });
+        assert_eq!(expect.allowed, Allowed::Claimed { candidates: vec![3], empty: false });
     }
 
     #[test]
@@ -1090,7 +1074,7 @@ mod tests {
         assert_eq!(m.jobs[&1].run_at, Span { lo: START_MS + 10_001, hi: START_MS + 11_001 });
         let op = claim(5, "a", 1_000);
         let expect = m.expect(&op);
-        assert_eq!(expect.outcome, Outcome::Claimed { candidates: vec![1, 2], empty: false });
+        assert_eq!(expect.allowed, Allowed::Claimed { candidates: vec![1, 2], empty: false });
         // The subject took job 2: job 1's run_at was later than job 2's.
         let answer = taken(&expect_model(&expect), 2, "t1", 1_000);
         m.observe(&op, expect, Some(&answer)).unwrap();

@@ -12,9 +12,9 @@ use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use crate::case::Failure;
-use crate::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
-use crate::subject::Subject;
+use crate::cases::Failure;
+use crate::subjects::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
+use crate::subjects::Subject;
 
 /// The calls the durability and power-loss cases read: what opens, writes,
 /// moves and syncs a file, what starts a program, and what makes a process
@@ -122,7 +122,7 @@ pub fn named(path: &Path) -> Result<String, Failure> {
 
 /// A traced command that ran to its end.
 #[derive(Debug)]
-pub struct Run {
+pub struct TracedRun {
     /// strace's status (the command's), and what the command printed.
     pub out: Output,
     /// The command's stdout, as the trace names it: see [`Stdout`].
@@ -135,7 +135,7 @@ impl Invocation {
     /// `trace`. The command's stdout and stderr go to files named after
     /// the trace (`.stdout`, `.stderr`), so that the trace names the
     /// stream the harness reads.
-    pub fn run<S: AsRef<str>>(&self, ctx: &Ctx, trace: &Path, command: &[S]) -> Result<Run, Failure> {
+    pub fn run<S: AsRef<str>>(&self, ctx: &Ctx, trace: &Path, command: &[S]) -> Result<TracedRun, Failure> {
         let stdout_path = trace.with_extension("stdout");
         let stderr_path = trace.with_extension("stderr");
         let stdout = std::fs::File::create(&stdout_path)?;
@@ -154,13 +154,13 @@ impl Invocation {
         };
         let out =
             Output { status, stdout: std::fs::read(&stdout_path)?, stderr: std::fs::read(&stderr_path)? };
-        Ok(Run { out, stdout: named(&stdout_path)? })
+        Ok(TracedRun { out, stdout: named(&stdout_path)? })
     }
 }
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CallOutcome {
     /// It returned this value; a descriptor comes with the path `-y`
     /// showed for it (`= 3</tmp/jobs.ukue>`).
     Returned { value: i64, path: Option<String> },
@@ -182,7 +182,7 @@ pub struct Call {
     pub name: String,
     /// The arguments as strace printed them, split at the top-level commas.
     pub args: Vec<String>,
-    pub outcome: Outcome,
+    pub outcome: CallOutcome,
 }
 
 /// The calls of an strace log, in the order they completed. A call that
@@ -269,7 +269,7 @@ impl Call {
     /// What it returned, when it returned and did not fail.
     pub fn returned(&self) -> Option<i64> {
         match self.outcome {
-            Outcome::Returned { value, .. } if value >= 0 => Some(value),
+            CallOutcome::Returned { value, .. } if value >= 0 => Some(value),
             _ => None,
         }
     }
@@ -277,18 +277,18 @@ impl Call {
     /// The path of the descriptor it returned (`openat`).
     pub fn returned_path(&self) -> Option<&str> {
         match &self.outcome {
-            Outcome::Returned { path, .. } => path.as_deref(),
+            CallOutcome::Returned { path, .. } => path.as_deref(),
             _ => None,
         }
     }
 
     pub fn failed(&self) -> bool {
-        matches!(self.outcome, Outcome::Failed { .. })
+        matches!(self.outcome, CallOutcome::Failed { .. })
     }
 
     /// It failed because strace made it fail.
     pub fn injected(&self) -> bool {
-        matches!(self.outcome, Outcome::Failed { injected: true, .. })
+        matches!(self.outcome, CallOutcome::Failed { injected: true, .. })
     }
 
     /// The descriptor and path of a `3</path>` argument.
@@ -367,9 +367,9 @@ impl Written {
     }
 }
 
-fn outcome(result: &str) -> Outcome {
+fn outcome(result: &str) -> CallOutcome {
     if result.starts_with('?') {
-        return Outcome::Unknown;
+        return CallOutcome::Unknown;
     }
     let end = result.find(|c: char| c.is_ascii_whitespace() || c == '<' || c == '(').unwrap_or(result.len());
     let (number, rest) = result.split_at(end);
@@ -377,14 +377,14 @@ fn outcome(result: &str) -> Outcome {
         Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as i64),
         None => number.parse().ok(),
     };
-    let Some(value) = value else { return Outcome::Unknown };
+    let Some(value) = value else { return CallOutcome::Unknown };
     if value < 0 {
         let errno = rest.split_whitespace().next().filter(|e| e.starts_with('E')).unwrap_or_default();
-        return Outcome::Failed { errno: errno.to_string(), injected: rest.contains("(INJECTED)") };
+        return CallOutcome::Failed { errno: errno.to_string(), injected: rest.contains("(INJECTED)") };
     }
     let rest = rest.trim_start();
     let path = if rest.starts_with('<') { annotation(rest) } else { None };
-    Outcome::Returned { value, path }
+    CallOutcome::Returned { value, path }
 }
 
 /// The index of the first `stop` outside strings, brackets and `<…>`
@@ -590,7 +590,7 @@ pub fn printed_id(stdout: &str) -> Option<i64> {
 }
 
 /// The acknowledgements on the stdout the harness reads, from the writes
-/// to it in a trace (`-y` names the stream: the file of [`Run::stdout`],
+/// to it in a trace (`-y` names the stream: the file of [`TracedRun::stdout`],
 /// or a pipe, `pipe:[77]`). An id is acknowledged at the write that
 /// completes its line, whatever process or thread made the writes, and
 /// however many it took (Python unbuffered writes `1`, then `\n`). A line
@@ -690,7 +690,7 @@ mod tests {
             (w.path.as_str(), w.data.as_slice(), w.offset),
             ("/tmp/st/w.ukue-shm", &b"\0"[..], Some(20479))
         );
-        assert_eq!(calls[3].outcome, Outcome::Unknown, "killed in the call");
+        assert_eq!(calls[3].outcome, CallOutcome::Unknown, "killed in the call");
     }
 
     #[test]
@@ -703,14 +703,14 @@ mod tests {
 "#;
         let calls = calls(trace);
         assert_eq!(calls.len(), 4);
-        assert_eq!(calls[0].outcome, Outcome::Failed { errno: "ENOSPC".into(), injected: true });
+        assert_eq!(calls[0].outcome, CallOutcome::Failed { errno: "ENOSPC".into(), injected: true });
         assert!(calls[0].written().is_none() && calls[0].injected());
-        assert_eq!(calls[1].outcome, Outcome::Failed { errno: "ENOENT".into(), injected: false });
+        assert_eq!(calls[1].outcome, CallOutcome::Failed { errno: "ENOENT".into(), injected: false });
         assert!(calls[1].failed() && !calls[1].injected());
         assert_eq!(quoted(calls[2].arg(1)).unwrap().0, b"a>b\"c)", "quotes and parentheses in a string");
         assert_eq!(calls[2].returned_path(), Some("/tmp/st/a>b\"c)"));
         assert_eq!(calls[2].arg(2), "O_RDONLY");
-        assert_eq!(calls[3].outcome, Outcome::Unknown);
+        assert_eq!(calls[3].outcome, CallOutcome::Unknown);
         // \0270 is \027 then '0': three digits when an octal digit follows.
         let (data, _) = quoted(r#""\344\0270kL""#).unwrap();
         assert_eq!(data, [0o344, 0o27, b'0', b'k', b'L']);

@@ -1,7 +1,11 @@
-//! Running op sequences against a subject and checking each step against
-//! the model: the answer, then the file (integrity, the state invariants of
-//! FORMAT.md §7, and every row against the model). [`search`] generates
-//! sequences with proptest, shrinks a failing one and hands it back.
+//! Model runs: op sequences performed against a subject ([`Target`]: the
+//! reference in this process, or step-driver processes), each step checked
+//! against the model: the answer, then the file (integrity, the state
+//! invariants of FORMAT.md §7, and every row against the model). A run in
+//! progress is a [`ModelRun`]; what went wrong, a [`ModelFailure`] (a
+//! case's is a [`Failure`](crate::cases::Failure)).
+//! [`search`] generates sequences with proptest, shrinks a failing one and
+//! hands it back.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,23 +13,27 @@ use std::time::{Duration, Instant};
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::ReferenceStateMachine;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
-use super::gen::Generator;
-use super::{Model, Op, Outcome};
-use crate::driver::client::{DriverCommand, DriverProcess};
-use crate::driver::{Answer, Handler, Request, CAP_NOW_MS};
+use super::gen::{Generator, WORKERS};
+use crate::check::model::{Allowed, Model, Op, START_MS};
+use crate::check::{self, file::invariants_of};
+use crate::subjects::driver::client::{DriverCommand, DriverProcess};
+use crate::subjects::driver::{Answer, ReferenceDriver, Request, CAP_NOW_MS};
+use crate::subjects::observe::file::{open_read_only, read_rows};
 
-/// Something that performs requests for several workers on one file.
-pub trait Subject {
+/// A [`Target`] started on one file: it performs requests for several
+/// workers.
+pub trait Session {
     /// Performs `request` as worker `worker`.
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String>;
 }
 
-/// How to make a fresh subject for each run.
+/// The subject of model runs, and how to start a fresh [`Session`] of it
+/// for each run.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// The reference library in this process (one [`Handler`] a worker),
+    /// The reference library in this process (one [`ReferenceDriver`] a worker),
     /// running this FORMAT.md (the builtin one, or a broken one).
     InProcess(Arc<ukue::Spec>),
     /// One driver process a worker.
@@ -49,19 +57,18 @@ impl Target {
     }
 
     /// Opens the file for `workers` workers (the first one creates it).
-    fn start(&self, path: &Path, workers: usize) -> Result<Box<dyn Subject>, String> {
-        let open = |create: bool| Request::Open {
-            path: path.display().to_string(),
-            create,
-            now_ms: Some(super::START_MS),
-        };
-        let mut subject: Box<dyn Subject> = match self {
+    fn start(&self, path: &Path, workers: usize) -> Result<Box<dyn Session>, String> {
+        let open =
+            |create: bool| Request::Open { path: path.display().to_string(), create, now_ms: Some(START_MS) };
+        let mut session: Box<dyn Session> = match self {
             Target::InProcess(spec) => {
                 // The reference's own new file, made once: copying it is
                 // quicker than making the tables for every run. (Drivers
                 // make their files themselves.)
                 std::fs::write(path, template()?).map_err(|e| format!("{}: {e}", path.display()))?;
-                Box::new(InProcess { handlers: (0..workers).map(|_| Handler::new(spec.clone())).collect() })
+                Box::new(InProcess {
+                    handlers: (0..workers).map(|_| ReferenceDriver::new(spec.clone())).collect(),
+                })
             }
             Target::Driver(cmd) => {
                 let mut drivers = Vec::new();
@@ -83,24 +90,23 @@ impl Target {
             }
         };
         for w in 0..workers {
-            let answer = subject.send(w, open(w == 0))?;
+            let answer = session.send(w, open(w == 0))?;
             if !answer.ok {
                 return Err(format!("worker {w} could not open {}: {answer:?}", path.display()));
             }
         }
-        Ok(subject)
+        Ok(session)
     }
 }
 
-/// The bytes of a new file that the reference made at [`super::START_MS`].
+/// The bytes of a new file that the reference made at [`START_MS`].
 fn template() -> Result<&'static [u8], String> {
     static TEMPLATE: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
     let made = TEMPLATE.get_or_init(|| {
-        let dir = work_dir()?;
+        let dir = scratch_dir("ukue-model-")?;
         let path = dir.path().join("template.ukue");
-        let options = ukue::OpenOptions::default()
-            .access(ukue::Access::Create)
-            .clock(ukue::ManualClock::new(super::START_MS));
+        let options =
+            ukue::OpenOptions::default().access(ukue::Access::Create).clock(ukue::ManualClock::new(START_MS));
         drop(options.open(&path).map_err(|e| format!("making a ukue file: {e}"))?);
         std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
     });
@@ -108,10 +114,10 @@ fn template() -> Result<&'static [u8], String> {
 }
 
 struct InProcess {
-    handlers: Vec<Handler>,
+    handlers: Vec<ReferenceDriver>,
 }
 
-impl Subject for InProcess {
+impl Session for InProcess {
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
         Ok(self.handlers[worker].handle(request))
     }
@@ -138,7 +144,7 @@ struct Drivers {
     healthy: bool,
 }
 
-impl Subject for Drivers {
+impl Session for Drivers {
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
         let answer = self.drivers[worker].request(&request);
         self.healthy &= answer.is_ok();
@@ -160,54 +166,9 @@ impl Drop for Drivers {
     }
 }
 
-/// A row of `ukue_jobs` as the file holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
-    pub id: i64,
-    pub queue: String,
-    pub payload: Vec<u8>,
-    pub state: String,
-    pub priority: i64,
-    pub attempts: i64,
-    pub max_attempts: i64,
-    pub run_at: i64,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub lease_until: Option<i64>,
-    pub token: Option<String>,
-    pub last_error: Option<String>,
-}
-
-/// Every job of the file, in id order.
-pub fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
-    let mut st = conn.prepare_cached(
-        "SELECT id, queue, CAST(payload AS BLOB), state, priority, attempts, max_attempts, run_at,
-                created_at, updated_at, lease_until, token, last_error
-         FROM ukue_jobs ORDER BY id",
-    )?;
-    let rows = st.query_map([], |r| {
-        Ok(Row {
-            id: r.get(0)?,
-            queue: r.get(1)?,
-            payload: r.get(2)?,
-            state: r.get(3)?,
-            priority: r.get(4)?,
-            attempts: r.get(5)?,
-            max_attempts: r.get(6)?,
-            run_at: r.get(7)?,
-            created_at: r.get(8)?,
-            updated_at: r.get(9)?,
-            lease_until: r.get(10)?,
-            token: r.get(11)?,
-            last_error: r.get(12)?,
-        })
-    })?;
-    rows.collect()
-}
-
 /// Where a run went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub struct ModelFailure {
     /// The index of the op that failed (None: before the first op).
     pub step: Option<usize>,
     pub op: Option<Op>,
@@ -218,7 +179,7 @@ pub struct Failure {
     pub message: String,
 }
 
-impl std::fmt::Display for Failure {
+impl std::fmt::Display for ModelFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.step, &self.op) {
             (Some(step), Some(op)) => writeln!(f, "step {} ({}): {}", step + 1, op.to_line(), self.message)?,
@@ -229,17 +190,18 @@ impl std::fmt::Display for Failure {
     }
 }
 
-fn setup_failure(message: String) -> Box<Failure> {
-    Box::new(Failure { step: None, op: None, expected: String::new(), seen: String::new(), message })
+fn setup_failure(message: String) -> Box<ModelFailure> {
+    Box::new(ModelFailure { step: None, op: None, expected: String::new(), seen: String::new(), message })
 }
 
-/// A folder for one run's file: in memory (/dev/shm) when there is one,
-/// since these runs check steps, not durability.
-fn work_dir() -> Result<tempfile::TempDir, String> {
+/// A folder for scratch files (`prefix` begins its name): in memory
+/// (/dev/shm) when there is one, since these runs check steps, not
+/// durability.
+pub fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir, String> {
     let shm = Path::new("/dev/shm");
     let builder = || {
         let mut b = tempfile::Builder::new();
-        b.prefix("ukue-model-");
+        b.prefix(prefix);
         b
     };
     if shm.is_dir() {
@@ -250,36 +212,34 @@ fn work_dir() -> Result<tempfile::TempDir, String> {
     builder().tempdir().map_err(|e| format!("making a work directory: {e}"))
 }
 
-/// One run in progress: the subject, the model and a read-only connection
+/// One run in progress: the session, the model and a read-only connection
 /// to the file.
-pub struct Run {
+pub struct ModelRun {
     pub model: Model,
     /// Run `PRAGMA integrity_check` after every step (the default), or
-    /// only in [`Run::finish`] (the fuzzer, for speed); the invariants
+    /// only in [`ModelRun::finish`] (the fuzzer, for speed); the invariants
     /// and the rows are checked after every step either way.
     pub integrity_every_step: bool,
-    subject: Box<dyn Subject>,
+    session: Box<dyn Session>,
     reader: Connection,
-    /// A writing connection for [`Run::reset`], made when first needed.
+    /// A writing connection for [`ModelRun::reset`], made when first needed.
     admin: Option<Connection>,
     steps: usize,
     _dir: tempfile::TempDir,
     path: PathBuf,
 }
 
-impl Run {
+impl ModelRun {
     /// A fresh file with `workers` workers of `target` on it.
-    pub fn start(target: &Target, workers: usize) -> Result<Run, Box<Failure>> {
-        let dir = work_dir().map_err(setup_failure)?;
+    pub fn start(target: &Target, workers: usize) -> Result<ModelRun, Box<ModelFailure>> {
+        let dir = scratch_dir("ukue-model-").map_err(setup_failure)?;
         let path = dir.path().join("model.ukue");
-        let subject = target.start(&path, workers.max(1)).map_err(setup_failure)?;
-        let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| setup_failure(format!("{}: {e}", path.display())))?;
-        let _ = reader.busy_timeout(Duration::from_secs(5));
-        Ok(Run {
+        let session = target.start(&path, workers.max(1)).map_err(setup_failure)?;
+        let reader = open_read_only(&path).map_err(|e| setup_failure(format!("{}: {e}", path.display())))?;
+        Ok(ModelRun {
             model: Model::default(),
             integrity_every_step: true,
-            subject,
+            session,
             reader,
             admin: None,
             steps: 0,
@@ -293,27 +253,27 @@ impl Run {
     }
 
     /// Performs one op and checks the answer and the file.
-    pub fn step(&mut self, op: &Op) -> Result<(), Box<Failure>> {
+    pub fn step(&mut self, op: &Op) -> Result<(), Box<ModelFailure>> {
         let index = self.steps;
         self.steps += 1;
         let fail = |expected: String, seen: String, message: String| {
-            Box::new(Failure { step: Some(index), op: Some(op.clone()), expected, seen, message })
+            Box::new(ModelFailure { step: Some(index), op: Some(op.clone()), expected, seen, message })
         };
         let expect = self.model.expect(op);
-        let expected = expect.outcome.to_string();
+        let expected = expect.allowed.to_string();
         let answer = match expect.request(op, self.model.now) {
             None => None,
             Some(request) => {
                 let worker = op.worker().unwrap_or(0) as usize;
                 let answer = self
-                    .subject
+                    .session
                     .send(worker, request)
                     .map_err(|e| fail(expected.clone(), "no answer".into(), e))?;
                 Some(answer)
             }
         };
         let seen = answer.as_ref().map(Answer::to_line).unwrap_or_else(|| "(nothing sent)".into());
-        let touched = !matches!(expect.outcome, Outcome::Skip | Outcome::Clock);
+        let touched = !matches!(expect.allowed, Allowed::Skip | Allowed::Clock);
         self.model
             .observe(op, expect, answer.as_ref())
             .map_err(|m| fail(expected.clone(), seen.clone(), m))?;
@@ -326,10 +286,7 @@ impl Run {
     /// The file's integrity and invariants, and its rows against the model.
     pub fn check_file(&self) -> Result<(), String> {
         if self.integrity_every_step {
-            let findings = crate::check::file::invariants_of(&self.reader);
-            if !findings.is_empty() {
-                return Err(crate::check::describe(&findings));
-            }
+            self.finish()?;
         }
         let rows = read_rows(&self.reader).map_err(|e| format!("reading the file: {e}"))?;
         // The invariants of FORMAT.md §7 that rows show (the model's rows
@@ -365,20 +322,22 @@ impl Run {
         Ok(())
     }
 
-    /// The full file checks, integrity included (after the last step).
+    /// The full file checks, integrity included (after the last step):
+    /// the file's integrity and the invariants of FORMAT.md §7.
     pub fn finish(&self) -> Result<(), String> {
-        let findings = crate::check::file::invariants_of(&self.reader);
-        if !findings.is_empty() {
-            return Err(crate::check::describe(&findings));
+        let findings = invariants_of(&self.reader);
+        if findings.is_empty() {
+            Ok(())
+        } else {
+            Err(check::describe(&findings))
         }
-        Ok(())
     }
 }
 
 /// Runs `ops` from a fresh file; the first failure, if any.
-pub fn run_ops(target: &Target, ops: &[Op]) -> Result<(), Box<Failure>> {
+pub fn run_ops(target: &Target, ops: &[Op]) -> Result<(), Box<ModelFailure>> {
     let workers = ops.iter().filter_map(Op::worker).max().map_or(1, |w| w as usize + 1);
-    let mut run = Run::start(target, workers.max(super::gen::WORKERS as usize))?;
+    let mut run = ModelRun::start(target, workers.max(WORKERS as usize))?;
     for op in ops {
         run.step(op)?;
     }
@@ -407,7 +366,7 @@ impl SearchConfig {
 pub struct Found {
     pub ops: Vec<Op>,
     /// The failure of the shrunk sequence.
-    pub failure: Failure,
+    pub failure: ModelFailure,
     /// How many ops the first failing sequence had.
     pub original_len: usize,
 }
@@ -448,8 +407,8 @@ pub fn search(config: &SearchConfig) -> SearchReport {
     let target = config.target.clone();
     let first_len = std::cell::Cell::new(None::<usize>);
     let result = runner.run(&strategy, |(_, ops, seen)| {
-        let mut run = Run::start(&target, super::gen::WORKERS as usize)
-            .map_err(|f| TestCaseError::fail(f.to_string()))?;
+        let mut run =
+            ModelRun::start(&target, WORKERS as usize).map_err(|f| TestCaseError::fail(f.to_string()))?;
         for op in &ops {
             if let Some(seen) = &seen {
                 seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -469,13 +428,9 @@ pub fn search(config: &SearchConfig) -> SearchReport {
             // Run the shrunk sequence again for its failure, cut after it.
             let failure = match run_ops(&config.target, &ops) {
                 Err(f) => *f,
-                Ok(()) => Failure {
-                    step: None,
-                    op: None,
-                    expected: String::new(),
-                    seen: String::new(),
-                    message: "the shrunk sequence passed when run again (a nondeterministic failure)".into(),
-                },
+                Ok(()) => *setup_failure(
+                    "the shrunk sequence passed when run again (a nondeterministic failure)".into(),
+                ),
             };
             let ops = match failure.step {
                 Some(step) => ops[..=step].to_vec(),
@@ -498,7 +453,7 @@ pub fn search(config: &SearchConfig) -> SearchReport {
 /// single ops for as long as the sequence still fails: a shortest
 /// sequence in which no one op can go. A dropped add or claim leaves the
 /// steps that named it with nothing to act on; they are skipped.
-pub fn minimize(target: &Target, mut ops: Vec<Op>, mut failure: Failure) -> (Vec<Op>, Failure) {
+pub fn minimize(target: &Target, mut ops: Vec<Op>, mut failure: ModelFailure) -> (Vec<Op>, ModelFailure) {
     let mut changed = true;
     while changed {
         changed = false;

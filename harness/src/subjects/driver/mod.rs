@@ -4,10 +4,12 @@
 //! stdout, after a hello line that names it, the protocol version and its
 //! capabilities.
 //!
-//! This module holds the protocol's types, the [`Handler`] that answers
-//! requests with the reference library (the `ukue-driver` binary is a loop
-//! around it; the in-process model tests call it directly) and, in
-//! [`client`], the side that starts a driver process and talks to it.
+//! This module holds the protocol's types, the [`ReferenceDriver`] that
+//! answers requests with the reference library (the `ukue-driver` binary,
+//! crate::commands::driver, is a loop around it; the in-process model runs
+//! call it directly) and, in [`client`], the side that starts a driver
+//! process and talks to it. (The library's `ukue::worker::Handler` is
+//! something else: what its worker runs for each job.)
 
 pub mod client;
 
@@ -15,9 +17,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use ukue::{
-    Access, Claim, Error, Failed, ManualClock, Millis, NewJob, OpenOptions, Retry, Spec, State, Ukue,
-};
+use ukue::{Access, Claim, Error, Failed, ManualClock, NewJob, OpenOptions, Retry, Spec, State, Ukue};
+
+/// Milliseconds since the Unix epoch: every time on the wire (and in the
+/// model of the format).
+pub type Millis = i64;
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -285,7 +289,7 @@ impl From<Error> for Answer {
 /// of the last `open`), on a [`ManualClock`] set from each request's
 /// `now_ms`.
 #[derive(Debug)]
-pub struct Handler {
+pub struct ReferenceDriver {
     file: Option<Ukue>,
     clock: ManualClock,
     spec: Arc<Spec>,
@@ -294,15 +298,15 @@ pub struct Handler {
     jail: Option<PathBuf>,
 }
 
-impl Handler {
+impl ReferenceDriver {
     /// A handler running `spec` (the builtin FORMAT.md, or a broken one).
-    pub fn new(spec: Arc<Spec>) -> Handler {
-        Handler { file: None, clock: ManualClock::new(0), spec, jail: None }
+    pub fn new(spec: Arc<Spec>) -> ReferenceDriver {
+        ReferenceDriver { file: None, clock: ManualClock::new(0), spec, jail: None }
     }
 
     /// A handler whose `open` takes only plain names of files inside `dir`.
-    pub fn jailed(spec: Arc<Spec>, dir: PathBuf) -> Handler {
-        Handler { jail: Some(dir), ..Handler::new(spec) }
+    pub fn jailed(spec: Arc<Spec>, dir: PathBuf) -> ReferenceDriver {
+        ReferenceDriver { jail: Some(dir), ..ReferenceDriver::new(spec) }
     }
 
     /// The hello line's content.
@@ -467,53 +471,4 @@ impl Handler {
             }
         })
     }
-}
-
-/// The `ukue-driver` binary: hello, then one answer per request line until
-/// stdin ends. Runs the FORMAT.md that `UKUE_BROKEN` names a bug of
-/// (ukue_harness::broken) when it is set, so that a broken driver exists.
-pub fn main() -> std::process::ExitCode {
-    use std::io::{BufRead, Write};
-    let spec = match std::env::var("UKUE_BROKEN") {
-        Ok(name) if !name.is_empty() => {
-            let Some(bug) = crate::broken::bug(&name) else {
-                let names: Vec<&str> = crate::broken::BUGS.iter().map(|b| b.name).collect();
-                eprintln!("ukue-driver: UKUE_BROKEN={name} is none of {}", names.join(", "));
-                return std::process::ExitCode::from(3);
-            };
-            match crate::broken::spec(bug) {
-                Ok(spec) => spec,
-                Err(e) => {
-                    eprintln!("ukue-driver: {e}");
-                    return std::process::ExitCode::from(3);
-                }
-            }
-        }
-        _ => Spec::builtin(),
-    };
-    let mut handler = Handler::new(spec);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let hello = serde_json::to_string(&handler.hello()).expect("a hello is JSON");
-    if writeln!(out, "{hello}").and_then(|()| out.flush()).is_err() {
-        return std::process::ExitCode::from(1);
-    }
-    let mut stdin = std::io::stdin().lock();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match stdin.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let text = String::from_utf8_lossy(&line);
-        if text.trim().is_empty() {
-            continue;
-        }
-        let answer = handler.handle_line(text.trim_end_matches(['\n', '\r']));
-        if writeln!(out, "{answer}").and_then(|()| out.flush()).is_err() {
-            break;
-        }
-    }
-    std::process::ExitCode::SUCCESS
 }

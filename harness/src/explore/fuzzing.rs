@@ -1,6 +1,6 @@
 //! The fuzz targets' logic (fuzz/fuzz_targets/ call these). Each takes the
 //! fuzzer's bytes and panics when a property fails; `cargo test` replays
-//! every seed in fixtures/fuzz/<target>/ through the same functions
+//! every seed in `fixtures/fuzz/<target>/` through the same functions
 //! (harness/tests/fuzz_corpus.rs), so the corpus runs on stable Rust.
 
 use std::ffi::OsString;
@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::driver::{Answer, ErrorKind, Handler};
-use crate::model::gen::{edges, WORKERS};
-use crate::model::run::{Run, Target};
-use crate::model::{op, FailHow, Label, Op, PurgeState};
+use super::gen::{edges, WORKERS};
+use super::run::{scratch_dir, ModelRun, Target};
+use crate::check::model::{op, FailHow, Label, Op, PurgeState, START_MS};
+use crate::subjects::driver::{Answer, ErrorKind, ReferenceDriver, Request};
 
 /// A fuzz target: panics when a property fails.
 pub type FuzzTarget = fn(&[u8]);
@@ -27,15 +27,7 @@ pub const TARGETS: &[(&str, FuzzTarget)] = &[
 
 /// A scratch folder, in memory when the machine has /dev/shm.
 fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("ukue-fuzz-");
-    if shm.is_dir() {
-        if let Ok(dir) = builder.tempdir_in(shm) {
-            return dir;
-        }
-    }
-    builder.tempdir().expect("a temporary directory")
+    scratch_dir("ukue-fuzz-").expect("a temporary directory")
 }
 
 fn listing(dir: &Path) -> Vec<PathBuf> {
@@ -55,7 +47,7 @@ pub fn open_bytes(data: &[u8]) {
     let path = dir.path().join("fuzz.ukue");
     std::fs::write(&path, data).expect("writing the input");
     let before = listing(dir.path());
-    let clock = ukue::ManualClock::new(crate::model::START_MS);
+    let clock = ukue::ManualClock::new(START_MS);
     let opened = ukue::OpenOptions::default().clock(clock).open(&path);
     match opened {
         Err(e) => {
@@ -132,7 +124,7 @@ fn queue_name(b: bool) -> String {
 }
 
 /// Turns one fuzzer op into a model op, or None when it names nothing.
-fn resolve(fuzz: FuzzOp, run: &Run, next_label: &mut Label) -> Option<Op> {
+fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
     let model = &run.model;
     let w = |worker: u8| worker % WORKERS;
     let mut label = || {
@@ -207,7 +199,7 @@ pub fn ops_vs_model(data: &[u8]) {
     // (opening four connections costs more than most inputs' steps). A run
     // that failed is dropped with the panic, and the next input starts anew.
     thread_local! {
-        static KEPT: std::cell::RefCell<Option<Run>> = const { std::cell::RefCell::new(None) };
+        static KEPT: std::cell::RefCell<Option<ModelRun>> = const { std::cell::RefCell::new(None) };
     }
     let kept = KEPT.with(|k| k.borrow_mut().take());
     let run = match kept {
@@ -227,14 +219,14 @@ pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
     ops_on(start(target), data);
 }
 
-fn start(target: &Target) -> Run {
-    match Run::start(target, WORKERS as usize) {
+fn start(target: &Target) -> ModelRun {
+    match ModelRun::start(target, WORKERS as usize) {
         Ok(run) => run,
         Err(f) => panic!("cannot start a run: {f}"),
     }
 }
 
-fn ops_on(mut run: Run, data: &[u8]) -> Run {
+fn ops_on(mut run: ModelRun, data: &[u8]) -> ModelRun {
     let mut input = Unstructured::new(data);
     run.integrity_every_step = false;
     let mut ops = Vec::new();
@@ -280,21 +272,21 @@ pub fn cli_args(data: &[u8]) {
 }
 
 /// `driver_lines`: the bytes, split into lines, as requests to the Rust
-/// driver's handler (whose `open` stays inside a scratch folder). Each
-/// answer is one line of JSON: ok, or a typed error; a line that is not a
-/// request is `invalid`. Never a panic or a hang.
+/// driver ([`ReferenceDriver`], whose `open` stays inside a scratch
+/// folder). Each answer is one line of JSON: ok, or a typed error; a line
+/// that is not a request is `invalid`. Never a panic or a hang.
 pub fn driver_lines(data: &[u8]) {
     let dir = scratch();
-    let mut handler = Handler::jailed(ukue::Spec::builtin(), dir.path().to_path_buf());
+    let mut driver = ReferenceDriver::jailed(ukue::Spec::builtin(), dir.path().to_path_buf());
     for line in data.split(|b| *b == b'\n').take(64) {
         let text = String::from_utf8_lossy(line);
-        let reply = handler.handle_line(&text);
+        let reply = driver.handle_line(&text);
         assert!(!reply.contains('\n'), "an answer of more than one line: {reply:?}");
         let answer: Answer = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("answer {reply:?}: {e}"));
         if !answer.ok {
             assert!(answer.error.is_some(), "an error answer without an error kind: {reply}");
         }
-        if serde_json::from_str::<crate::driver::Request>(&text).is_err() {
+        if serde_json::from_str::<Request>(&text).is_err() {
             assert_eq!(answer.error, Some(ErrorKind::Invalid), "for {text:?}: {reply}");
         }
     }

@@ -1,0 +1,67 @@
+//! FORMAT.md §5.3 Add.
+
+use crate::cases::{CaseResult, Failure};
+use crate::subjects::ctx::{path_str, Ctx};
+use crate::subjects::probe::now_ms;
+use crate::{ensure, ensure_eq};
+
+use super::rows::{brief, not_running, row_present, within};
+use super::CLOCK_TOL;
+
+pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("add.ukue")?;
+    let who = ctx.subject().clone();
+    let t0 = now_ms();
+    let plain = ctx.add(&who, &file, "q", "hello", &[])?;
+    let t1 = now_ms();
+    let r = row_present(&file, plain)?;
+    ensure_eq!(
+        (r.queue.as_str(), r.state.as_str(), r.priority, r.attempts, r.max_attempts),
+        ("q", "ready", 0, 0, 10),
+        format!("job {plain} added with no options: (queue, state, priority, attempts, max_attempts)")
+    );
+    ensure_eq!(r.payload.as_slice(), b"hello".as_slice(), format!("job {plain}: the payload bytes"));
+    not_running(&r)?;
+    ensure!(r.last_error.is_none(), format!("job {plain} with last_error NULL"), brief(&r));
+    within(&format!("job {plain}: run_at (default: now)"), r.run_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within(&format!("job {plain}: created_at"), r.created_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within(&format!("job {plain}: updated_at"), r.updated_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+
+    // The payload from stdin, with `-` and left out; bytes that are not UTF-8.
+    let bytes: &[u8] = b"\x00\xff binary\n";
+    let mut ids = vec![plain];
+    for (queue, args, stdin) in [
+        ("binary", vec!["-", "--priority", "-100", "--attempts", "3"], bytes),
+        ("stdin", vec!["--priority", "100"], b"from stdin".as_slice()),
+    ] {
+        let mut full = vec!["add", path_str(&file), queue];
+        full.extend(args.iter().copied());
+        let out = ctx.run_with(&who, &full, Some(stdin))?;
+        crate::subjects::ctx::expect_success(&who, &full, &out)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let id: i64 = text.trim().parse().map_err(|_| {
+            Failure::fail(
+                format!("`{}` to print the new id alone on a line", full.join(" ")),
+                format!("{text:?}"),
+            )
+        })?;
+        let r = row_present(&file, id)?;
+        ensure_eq!(
+            r.payload.as_slice(),
+            stdin,
+            format!("job {id} added with `{}`: the payload bytes", full.join(" "))
+        );
+        let (priority, max) = if queue == "binary" { (-100, 3) } else { (100, 10) };
+        ensure_eq!(
+            (r.queue.as_str(), r.priority, r.max_attempts, r.attempts, r.state.as_str()),
+            (queue, priority, max, 0, "ready"),
+            format!(
+                "job {id} added with `{}`: (queue, priority, max_attempts, attempts, state)",
+                full.join(" ")
+            )
+        );
+        ids.push(id);
+    }
+    ensure!(ids.windows(2).all(|w| w[0] < w[1]), "ids that grow with each add", format!("{ids:?}"));
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! FORMAT.md §5.4 Claim: the order of claims, delayed jobs, expired
+//! leases reaped, and what the command is given.
+
+use std::path::Path;
+
+use crate::cases::common;
+use crate::cases::{CaseResult, Failure};
+use crate::check;
+use crate::check::model::Model;
+use crate::history::Added;
+use crate::subjects::ctx::{path_str, Ctx};
+use crate::subjects::observe::file::{read, read_rows, row, rows, Row};
+use crate::subjects::probe::now_ms;
+use crate::subjects::worker::start_command_worker;
+use crate::{ensure, ensure_eq};
+
+use super::contract::rfc3339;
+use super::rows::{brief, brief_all, not_running, row_present, within};
+use super::running::{probe_worker, runs_of, still_working, wait_settled};
+use super::setup::{insert, Put};
+use super::{secs, BACKOFF_MAX, BACKOFF_MIN, CLOCK_TOL, LATE, POLL, SKEW};
+
+/// Adds `(payload, options)` jobs through the subject; returns them as added.
+fn add_all(
+    ctx: &Ctx,
+    file: &Path,
+    queue: &str,
+    jobs: &[(String, Vec<String>)],
+) -> Result<Vec<Added>, Failure> {
+    let who = ctx.subject().clone();
+    let mut added = Vec::new();
+    for (payload, options) in jobs {
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let job = ctx.add(&who, file, queue, payload, &options)?;
+        added.push(Added { job, payload: payload.clone(), by: who.name.clone() });
+    }
+    Ok(added)
+}
+
+/// Runs every job of `added` with one worker running one job at a time,
+/// then checks that they ran exactly once each, in `expected` order.
+fn run_in_order(ctx: &Ctx, file: &Path, added: Vec<Added>, expected: &[i64]) -> CaseResult {
+    // The one model of the format decides the order; the case's own list
+    // says what the case means, and the two must agree.
+    let model = Model::from_rows(&read_rows(&read(file)?)?, now_ms());
+    let modelled = model.claim_order("q");
+    if modelled.as_deref() != Some(expected) {
+        return Err(Failure::error(
+            format!("the case's expected order {expected:?} to be the model's"),
+            format!("the model says {modelled:?}"),
+        ));
+    }
+    let ids: Vec<i64> = added.iter().map(|a| a.job).collect();
+    let mut worker = probe_worker(ctx, file, "q", &["--concurrency", "1"])?;
+    wait_settled(ctx, file, &ids, secs(30), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let history = common::history(ctx, file, added)?;
+    for run in &history.executions {
+        let want = history.added.iter().find(|a| a.job == run.job).map(|a| a.payload.as_str());
+        ensure!(
+            want == Some(run.payload.as_str()),
+            format!("job {}'s command to read its payload {want:?} on stdin", run.job),
+            format!("attempt {} read {:?}", run.attempt, run.payload)
+        );
+    }
+    common::no_findings(
+        &format!("the jobs to run in the order {expected:?}"),
+        check::order(&history, expected),
+    )?;
+    common::no_findings("each job to run exactly once", check::exactly_once(&history))
+}
+
+pub(super) fn claim_order_priority(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("priority.ukue")?;
+    let priorities = [0, 5, -3, 5, 100, -100];
+    let jobs: Vec<(String, Vec<String>)> = priorities
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("job-{i}-priority-{p}"), vec!["--priority".into(), p.to_string()]))
+        .collect();
+    let added = add_all(ctx, &file, "q", &jobs)?;
+    let stored = rows(&file)?;
+    for (a, p) in added.iter().zip(priorities) {
+        let r = stored.iter().find(|r| r.id == a.job);
+        ensure_eq!(r.map(|r| r.priority), Some(p), format!("the stored priority of job {}", a.job));
+    }
+    // FORMAT.md's pick: priority DESC, run_at, id. The adds came one after
+    // another, so run_at grows with id and the order is priority, then id.
+    let mut order = stored.clone();
+    order.sort_by_key(|r| (-r.priority, r.run_at, r.id));
+    let expected: Vec<i64> = order.iter().map(|r| r.id).collect();
+    run_in_order(ctx, &file, added, &expected)
+}
+
+pub(super) fn claim_order_run_at(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("run-at.ukue")?;
+    // A whole second in the past, so that every `--at` below is past too.
+    let t = now_ms().div_euclid(1_000) * 1_000;
+    // (label, priority, run_at): ids 1..=6 in this order.
+    let plan: [(&str, i64, i64); 6] = [
+        ("a", 0, t - 1_000),
+        ("b", 0, t - 3_000),
+        ("c", 0, t - 2_000),
+        ("d-high", 1, t - 500),
+        ("e-high", 1, t - 5_000),
+        ("f", 0, t - 3_000),
+    ];
+    let jobs: Vec<(String, Vec<String>)> = plan
+        .iter()
+        .map(|(label, priority, at)| {
+            let mut options = vec!["--at".to_string(), rfc3339(*at)];
+            if *priority != 0 {
+                options.extend(["--priority".to_string(), priority.to_string()]);
+            }
+            (label.to_string(), options)
+        })
+        .collect();
+    let added = add_all(ctx, &file, "q", &jobs)?;
+    for (a, (label, _, at)) in added.iter().zip(plan) {
+        let r = row_present(&file, a.job)?;
+        ensure_eq!(r.run_at, at, format!("job {} ({label}) added with --at {}: run_at", a.job, rfc3339(at)));
+    }
+    // e-high, d-high (priority first), then b and f (same run_at: id), c, a.
+    let id = |n: usize| added[n].job;
+    let expected = [id(4), id(3), id(1), id(5), id(2), id(0)];
+    run_in_order(ctx, &file, added, &expected)
+}
+
+pub(super) fn delayed_not_early(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("delayed.ukue")?;
+    let who = ctx.subject().clone();
+    let t0 = now_ms();
+    let delayed = ctx.add(&who, &file, "q", "delayed", &["--delay", "1500ms"])?;
+    let t1 = now_ms();
+    let at = now_ms() + 1_500;
+    let timed = ctx.add(&who, &file, "q", "timed", &["--at", &rfc3339(at)])?;
+    let delayed_at = row_present(&file, delayed)?.run_at;
+    within(
+        &format!("job {delayed} added with --delay 1500ms at [{t0}, {t1}]: run_at"),
+        delayed_at,
+        t0 + 1_500 - CLOCK_TOL,
+        t1 + 1_500 + CLOCK_TOL,
+    )?;
+    ensure_eq!(
+        row_present(&file, timed)?.run_at,
+        at,
+        format!("job {timed} added with --at {}: run_at", rfc3339(at))
+    );
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    wait_settled(ctx, &file, &[delayed, timed], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let runs = common::executions(ctx)?;
+    for (id, run_at) in [(delayed, delayed_at), (timed, at)] {
+        for run in runs_of(&runs, id) {
+            // The claim's now is at least run_at, and the command starts
+            // after the claim; allow a little for clock reading granularity.
+            ensure!(
+                run.start_ms >= run_at - 10,
+                format!("job {id} to start no sooner than its run_at {run_at} ({})", rfc3339(run_at)),
+                format!(
+                    "attempt {} started at {} ms, {} ms early",
+                    run.attempt,
+                    run.start_ms,
+                    run_at - run.start_ms
+                )
+            );
+        }
+    }
+    let added = [delayed, timed]
+        .iter()
+        .map(|&job| Added { job, payload: String::new(), by: who.name.clone() })
+        .collect();
+    let history = common::history(ctx, &file, added)?;
+    common::no_findings("each job to run exactly once", check::exactly_once(&history))
+}
+
+/// A running job with an expired lease, written by SQL; the subject's
+/// worker on another queue claims a sentinel job there, and that claim must
+/// have reaped the expired lease first (§5.4 step 2 covers every queue).
+/// Returns (before, after, the time the worker started, the time the
+/// harness saw the sentinel run).
+fn reap(ctx: &mut Ctx, attempts: i64, max_attempts: i64) -> Result<(Row, Row, i64, i64), Failure> {
+    let file = ctx.init("reap.ukue")?;
+    let who = ctx.subject().clone();
+    let now = now_ms();
+    let put = Put::new("q", "running", now)
+        .attempts(attempts, max_attempts)
+        .lease(now - 1_000, "stale")
+        .run_at(now - 5_000);
+    let id = insert(&file, &[put])?[0];
+    let sentinel = ctx.add(&who, &file, "other", "sentinel", &[])?;
+    let before = row_present(&file, id)?;
+    let started = now_ms();
+    let mut worker = probe_worker(ctx, &file, "other", &[])?;
+    let mut seen_at = 0;
+    ctx.wait_for(&format!("the worker on queue `other` to claim and run job {sentinel}"), secs(15), || {
+        still_working(&mut [&mut worker])?;
+        let ran = common::executions(ctx)?.iter().any(|e| e.job == sentinel);
+        seen_at = now_ms();
+        Ok(ran)
+    })?;
+    let after = row_present(&file, id)?;
+    ensure!(
+        after.state != "running",
+        format!(
+            "the claim that took job {sentinel} (queue `other`) to have reaped job {id} (queue `q`, lease_until {} \
+             in the past) first",
+            before.lease_until.unwrap_or_default()
+        ),
+        brief(&after)
+    );
+    wait_settled(ctx, &file, &[sentinel], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let after = row_present(&file, id)?;
+    let ran: Vec<i64> = common::executions(ctx)?.iter().map(|e| e.job).collect();
+    ensure_eq!(ran, vec![sentinel], "the jobs that ran (only the sentinel of queue `other`)");
+    ensure_eq!(
+        (
+            after.queue.as_str(),
+            after.priority,
+            after.max_attempts,
+            after.created_at,
+            after.payload.as_slice()
+        ),
+        (
+            before.queue.as_str(),
+            before.priority,
+            before.max_attempts,
+            before.created_at,
+            before.payload.as_slice()
+        ),
+        format!("job {id} reaped: (queue, priority, max_attempts, created_at, payload) unchanged")
+    );
+    not_running(&after)?;
+    ensure!(
+        after.last_error.as_deref().is_some_and(|e| !e.trim().is_empty()),
+        format!("job {id} reaped with last_error noting the expired lease"),
+        brief(&after)
+    );
+    Ok((before, after, started, seen_at))
+}
+
+/// [`reap`] of attempt 1 of 3: the job is ready again, the attempt
+/// counted. Returns the job after, and the times [`reap`] gives.
+fn reaped_to_ready(ctx: &mut Ctx) -> Result<(Row, i64, i64), Failure> {
+    let (_before, after, started, seen_at) = reap(ctx, 1, 3)?;
+    ensure_eq!(
+        (after.state.as_str(), after.attempts),
+        ("ready", 1),
+        format!("job {} reaped: (state, attempts)", after.id)
+    );
+    Ok((after, started, seen_at))
+}
+
+/// A reaped job's updated_at lies between the worker's start and the
+/// moment the harness saw the reap.
+fn updated_by_the_reap(after: &Row, started: i64, seen_at: i64) -> CaseResult {
+    within(
+        &format!("job {} reaped: updated_at", after.id),
+        after.updated_at,
+        started - CLOCK_TOL,
+        seen_at + CLOCK_TOL,
+    )
+}
+
+pub(super) fn lease_reaped_counted(ctx: &mut Ctx) -> CaseResult {
+    let (after, started, seen_at) = reaped_to_ready(ctx)?;
+    updated_by_the_reap(&after, started, seen_at)?;
+    // Any backoff (FORMAT.md §5.4, §5.6), but not a run_at before the reap.
+    ensure!(
+        after.run_at >= after.updated_at - CLOCK_TOL,
+        format!("job {} reaped at its updated_at: run_at no earlier", after.id),
+        brief(&after)
+    );
+    Ok(())
+}
+
+pub(super) fn lease_reaped_backoff(ctx: &mut Ctx) -> CaseResult {
+    let (after, started, seen_at) = reaped_to_ready(ctx)?;
+    let id = after.id;
+    within(
+        &format!("job {id} reaped after its attempt 1: run_at − updated_at (the backoff)"),
+        after.run_at - after.updated_at,
+        BACKOFF_MIN - CLOCK_TOL,
+        BACKOFF_MAX + CLOCK_TOL,
+    )?;
+    within(
+        &format!("job {id} reaped between {started} and {seen_at}: run_at"),
+        after.run_at,
+        started + BACKOFF_MIN - SKEW,
+        seen_at + BACKOFF_MAX + LATE,
+    )
+}
+
+pub(super) fn lease_reaped_dead(ctx: &mut Ctx) -> CaseResult {
+    let (before, after, started, seen_at) = reap(ctx, 3, 3)?;
+    let id = after.id;
+    ensure_eq!(
+        (after.state.as_str(), after.attempts),
+        ("dead", 3),
+        format!("job {id} reaped on its last attempt: (state, attempts)")
+    );
+    ensure_eq!(after.run_at, before.run_at, format!("job {id} reaped to dead: run_at (unchanged)"));
+    updated_by_the_reap(&after, started, seen_at)
+}
+
+pub(super) fn work_environment(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("env.ukue")?;
+    let who = ctx.subject().clone();
+    let first = ctx.add(&who, &file, "env-q", "hello world", &["--attempts", "4"])?;
+    let now = now_ms();
+    let later = insert(&file, &[Put::new("env-q", "ready", now).text("second").attempts(2, 5)])?[0];
+    let out = ctx.path("env.out");
+    let script = r#"printf '%s|%s|%s|%s|%s|%s\n' "$UKUE_FILE" "$UKUE_QUEUE" "$UKUE_JOB_ID" "$UKUE_ATTEMPT" "$UKUE_MAX_ATTEMPTS" "$(cat)" >> "$0""#;
+    let mut options = POLL.to_vec();
+    options.extend(["--concurrency", "1"]);
+    let mut worker =
+        start_command_worker(ctx, &who, &file, "env-q", &options, &["sh", "-c", script, path_str(&out)])?;
+    let read_lines = || std::fs::read_to_string(&out).unwrap_or_default();
+    ctx.wait_for("both jobs to run their command and be finished", secs(15), || {
+        still_working(&mut [&mut worker])?;
+        Ok(read_lines().lines().count() >= 2 && row(&file, first)?.is_none() && row(&file, later)?.is_none())
+    })
+    .map_err(|mut f| {
+        f.seen = format!(
+            "{}; the command wrote {:?}; file: {}",
+            f.seen,
+            read_lines(),
+            brief_all(&rows(&file).unwrap_or_default())
+        );
+        f
+    })?;
+    worker.stop(secs(15))?;
+    let text = read_lines();
+    let same_file = |seen: &str| {
+        seen == path_str(&file)
+            || std::fs::canonicalize(seen)
+                .ok()
+                .zip(std::fs::canonicalize(&file).ok())
+                .is_some_and(|(a, b)| a == b)
+    };
+    for (id, attempt, max, payload) in [(first, 1, 4, "hello world"), (later, 3, 5, "second")] {
+        let expected = format!("{}|env-q|{id}|{attempt}|{max}|{payload}", path_str(&file));
+        let lines: Vec<&str> =
+            text.lines().filter(|l| l.split('|').nth(2) == Some(id.to_string().as_str())).collect();
+        ensure!(
+            lines.len() == 1,
+            format!("one run of job {id} with UKUE_FILE|UKUE_QUEUE|UKUE_JOB_ID|UKUE_ATTEMPT|UKUE_MAX_ATTEMPTS|stdin = {expected}"),
+            format!("the command wrote {text:?}")
+        );
+        let fields: Vec<&str> = lines[0].splitn(6, '|').collect();
+        let want =
+            ["env-q".to_string(), id.to_string(), attempt.to_string(), max.to_string(), payload.to_string()];
+        let ok = fields.len() == 6 && same_file(fields[0]) && fields[1..] == want[..];
+        ensure!(ok, format!("job {id}'s command to see {expected}"), lines[0].to_string());
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! FORMAT.md §5.5 Finish, §5.6 Fail, §5.8 Release.
+
+use std::path::Path;
+
+use crate::cases::common;
+use crate::cases::{CaseResult, Failure};
+use crate::check;
+use crate::history::{Added, Execution};
+use crate::subjects::ctx::Ctx;
+use crate::subjects::observe::file::{row, Row};
+use crate::subjects::probe::now_ms;
+use crate::{ensure, ensure_eq};
+
+use super::rows::{brief, has_error, not_running, row_present, within};
+use super::running::{alive, probe_worker, runs_of, still_working, wait_settled};
+use super::setup::{insert, Put};
+use super::{secs, BACKOFF_MAX, BACKOFF_MIN, CLOCK_TOL, LATE, SKEW};
+
+pub(super) fn fail_backoff(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("backoff.ukue")?;
+    let who = ctx.subject().clone();
+    let id = ctx.add(&who, &file, "q", "exit:3", &[])?;
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    let seen_at = wait_settled(ctx, &file, &[id], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let r = row_present(&file, id)?;
+    let runs = common::executions(ctx)?;
+    let first = runs_of(&runs, id).into_iter().find(|e| e.attempt == 1).cloned();
+    let end = first.as_ref().and_then(|e| e.end_ms).ok_or_else(|| {
+        Failure::fail(format!("a probe record of job {id} attempt 1 ending"), format!("{runs:?}"))
+    })?;
+    ensure_eq!(
+        (r.state.as_str(), r.attempts),
+        ("ready", 1),
+        format!("job {id} after attempt 1 exited 3: (state, attempts)")
+    );
+    not_running(&r)?;
+    has_error(&r)?;
+    within(
+        &format!("job {id} failed on attempt 1: run_at − updated_at (the backoff)"),
+        r.run_at - r.updated_at,
+        BACKOFF_MIN - CLOCK_TOL,
+        BACKOFF_MAX + CLOCK_TOL,
+    )?;
+    within(
+        &format!("job {id} whose command ended at {end} ms (seen failed at {seen_at} ms): run_at"),
+        r.run_at,
+        end + BACKOFF_MIN - SKEW,
+        seen_at + BACKOFF_MAX + LATE,
+    )
+}
+
+pub(super) fn dead_after_max_attempts(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("dead.ukue")?;
+    let who = ctx.subject().clone();
+    let one = ctx.add(&who, &file, "q", "exit:3 only-attempt", &["--attempts", "1"])?;
+    // A job on its second and last attempt, as a first failure leaves it
+    // (without waiting 10 s for the backoff).
+    let now = now_ms();
+    let put = Put::new("q", "ready", now).text("exit:3 last-of-two").attempts(1, 2).error("exit status 3");
+    let two = insert(&file, &[put])?[0];
+    let before_two = row_present(&file, two)?;
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    wait_settled(ctx, &file, &[one, two], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let added = vec![Added { job: one, payload: "exit:3 only-attempt".into(), by: who.name.clone() }];
+    let history = common::history(ctx, &file, added)?;
+    common::no_findings(
+        &format!("job {one} (--attempts 1, exit 3) dead after exactly one run"),
+        check::dead_after_max(&history, &[one]),
+    )?;
+    let r = row_present(&file, one)?;
+    ensure_eq!(r.attempts, 1, format!("job {one} dead: attempts"));
+    not_running(&r)?;
+    has_error(&r)?;
+    let runs = runs_of(&history.executions, two);
+    let seen: Vec<(i64, i64)> = runs.iter().map(|e| (e.attempt, e.max_attempts)).collect();
+    ensure_eq!(
+        seen,
+        vec![(2, 2)],
+        format!("job {two} (attempts 1 of 2): the (UKUE_ATTEMPT, UKUE_MAX_ATTEMPTS) of its runs")
+    );
+    dead_after_failing(&file, &before_two, 2, "after its last attempt exited 3")
+}
+
+/// Job `before.id` is dead after a failed run, with `attempts` counted, its
+/// max_attempts and run_at as `before`, no holder and an error; `how` says
+/// what killed it.
+fn dead_after_failing(file: &Path, before: &Row, attempts: i64, how: &str) -> CaseResult {
+    let id = before.id;
+    let r = row_present(file, id)?;
+    ensure_eq!(
+        (r.state.as_str(), r.attempts, r.max_attempts),
+        ("dead", attempts, before.max_attempts),
+        format!("job {id} {how}: (state, attempts, max_attempts)")
+    );
+    ensure_eq!(r.run_at, before.run_at, format!("job {id} dead: run_at (unchanged)"));
+    not_running(&r)?;
+    has_error(&r)
+}
+
+pub(super) fn exit_65_dead(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("exit65.ukue")?;
+    let who = ctx.subject().clone();
+    let id = ctx.add(&who, &file, "q", "exit:65", &[])?;
+    let before = row_present(&file, id)?;
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    wait_settled(ctx, &file, &[id], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let runs = common::executions(ctx)?;
+    ensure_eq!(runs_of(&runs, id).len(), 1, format!("runs of job {id}"));
+    ensure_eq!(before.max_attempts, 10, format!("job {id} added without --attempts: max_attempts"));
+    dead_after_failing(&file, &before, 1, "whose command exited 65 on attempt 1")
+}
+
+/// The first run of job `id`, which the worker stopped before its end
+/// (`how`): it wrote no end record, and its process is gone (waited for).
+/// With `only`, it must be the job's only run.
+fn stopped_run(ctx: &Ctx, id: i64, only: bool, how: &str) -> Result<Execution, Failure> {
+    let runs = common::executions(ctx)?;
+    let run = runs_of(&runs, id).first().copied().cloned().ok_or_else(|| Failure::fail("a run", "none"))?;
+    if only {
+        ensure_eq!(runs_of(&runs, id).len(), 1, format!("runs of job {id}"));
+    }
+    ensure!(
+        run.end_ms.is_none(),
+        format!("job {id}'s command {how}"),
+        format!("it ran to its end at {:?} ms (exit {:?})", run.end_ms, run.exit)
+    );
+    ctx.wait_for(&format!("job {id}'s command (pid {}) to be gone", run.pid), secs(5), || {
+        Ok(!alive(run.pid))
+    })?;
+    Ok(run)
+}
+
+pub(super) fn timeout(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("timeout.ukue")?;
+    let who = ctx.subject().clone();
+    let id = ctx.add(&who, &file, "q", "sleep:60000", &[])?;
+    let mut worker = probe_worker(ctx, &file, "q", &["--timeout", "300ms"])?;
+    let seen_at = wait_settled(ctx, &file, &[id], secs(20), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let run = stopped_run(ctx, id, false, "(sleep 60 s) stopped by --timeout 300ms")?;
+    let r = row_present(&file, id)?;
+    ensure_eq!(
+        (r.state.as_str(), r.attempts),
+        ("ready", 1),
+        format!("job {id} after a timeout on attempt 1: (state, attempts)")
+    );
+    not_running(&r)?;
+    has_error(&r)?;
+    // Any backoff (FORMAT.md §5.6: other programs pick their own), but not
+    // a run_at before the attempt failed.
+    ensure!(
+        r.run_at >= run.start_ms - SKEW,
+        format!("job {id} timed out after its start at {} ms: run_at no earlier", run.start_ms),
+        brief(&r)
+    );
+    within(&format!("job {id} failed: updated_at"), r.updated_at, run.start_ms - SKEW, seen_at + CLOCK_TOL)
+}
+
+pub(super) fn keep_done(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("keep.ukue")?;
+    let who = ctx.subject().clone();
+    let kept = ctx.add(&who, &file, "keep", "keep-me", &[])?;
+    let dropped = ctx.add(&who, &file, "drop", "drop-me", &[])?;
+    let mut keeper = probe_worker(ctx, &file, "keep", &["--keep-done"])?;
+    let mut dropper = probe_worker(ctx, &file, "drop", &[])?;
+    wait_settled(ctx, &file, &[kept, dropped], secs(15), &mut [&mut keeper, &mut dropper])?;
+    keeper.stop(secs(15))?;
+    dropper.stop(secs(15))?;
+    let added = [(kept, "keep-me"), (dropped, "drop-me")]
+        .iter()
+        .map(|&(job, payload)| Added { job, payload: payload.into(), by: who.name.clone() })
+        .collect();
+    let history = common::history(ctx, &file, added)?;
+    common::no_findings("each job to run exactly once", check::exactly_once(&history))?;
+    let r = row(&file, kept)?.ok_or_else(|| {
+        Failure::fail(format!("job {kept}, finished by a --keep-done worker, kept as done"), "it is gone")
+    })?;
+    ensure_eq!(
+        (r.state.as_str(), r.attempts),
+        ("done", 1),
+        format!("job {kept} finished with --keep-done: (state, attempts)")
+    );
+    not_running(&r)?;
+    ensure!(
+        r.updated_at >= r.created_at,
+        format!("job {kept}: updated_at at or after created_at"),
+        brief(&r)
+    );
+    if let Some(r) = row(&file, dropped)? {
+        return Err(Failure::fail(
+            format!("job {dropped}, finished without --keep-done, deleted"),
+            brief(&r),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn give_back_on_stop(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("release.ukue")?;
+    let who = ctx.subject().clone();
+    let id = ctx.add(&who, &file, "q", "sleep:30000 long", &[])?;
+    let before = row_present(&file, id)?;
+    let mut worker = probe_worker(ctx, &file, "q", &["--grace", "200ms"])?;
+    ctx.wait_for(&format!("job {id}'s command to start"), secs(15), || {
+        still_working(&mut [&mut worker])?;
+        Ok(common::executions(ctx)?.iter().any(|e| e.job == id)
+            && row(&file, id)?.is_some_and(|r| r.state == "running"))
+    })?;
+    let stopping = now_ms();
+    worker.stop(secs(15))?;
+    let stopped = now_ms();
+    stopped_run(ctx, id, true, "(sleep 30 s) stopped at the end of --grace 200ms")?;
+    let r = row_present(&file, id)?;
+    ensure_eq!(
+        (r.state.as_str(), r.attempts),
+        ("ready", 0),
+        format!("job {id} given back by a stopping worker: (state, attempts; the attempt not counted)")
+    );
+    // The published command sets run_at to now, the reference keeps it
+    // (FORMAT.md §5.8): due at once either way.
+    ensure!(
+        r.run_at == before.run_at || (stopping - CLOCK_TOL..=stopped + CLOCK_TOL).contains(&r.run_at),
+        format!(
+            "job {id} given back: run_at unchanged ({}), or the moment it was given back \
+             (between {stopping} and {stopped})",
+            before.run_at
+        ),
+        brief(&r)
+    );
+    not_running(&r)
+}

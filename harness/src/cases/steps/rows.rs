@@ -1,0 +1,128 @@
+//! Rows: the file as any program sees it (crate::subjects::observe::file),
+//! and how the cases compare and show them.
+
+use std::path::Path;
+
+use crate::cases::{CaseResult, Failure};
+use crate::ensure;
+use crate::subjects::observe::file::{row, Row};
+
+/// One job that must be in the file.
+pub(super) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
+    row(file, id)?.ok_or_else(|| Failure::fail(format!("job {id} in the file"), "it is gone"))
+}
+
+fn payload_shown(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => format!("{text:?}"),
+        Err(_) => format!("bytes {bytes:02x?}"),
+    }
+}
+
+/// A row on one line, for reports.
+pub(super) fn brief(r: &Row) -> String {
+    format!(
+        "job {} (queue {:?}, {}, priority {}, attempts {}/{}, run_at {}, lease_until {:?}, token {:?}, \
+         last_error {:?}, payload {})",
+        r.id,
+        r.queue,
+        r.state,
+        r.priority,
+        r.attempts,
+        r.max_attempts,
+        r.run_at,
+        r.lease_until,
+        r.token,
+        r.last_error,
+        payload_shown(&r.payload)
+    )
+}
+
+pub(super) fn brief_all(rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "no jobs".into();
+    }
+    rows.iter().map(brief).collect::<Vec<_>>().join("; ")
+}
+
+/// The columns in which `after` differs from `before`.
+fn diff(before: &Row, after: &Row) -> String {
+    let mut out = Vec::new();
+    macro_rules! field {
+        ($name:ident) => {
+            if before.$name != after.$name {
+                out.push(format!("{} {:?} → {:?}", stringify!($name), before.$name, after.$name));
+            }
+        };
+    }
+    field!(queue);
+    field!(state);
+    field!(priority);
+    field!(attempts);
+    field!(max_attempts);
+    field!(run_at);
+    field!(lease_until);
+    field!(token);
+    field!(last_error);
+    field!(created_at);
+    field!(updated_at);
+    if before.payload != after.payload {
+        out.push(format!("payload {} → {}", payload_shown(&before.payload), payload_shown(&after.payload)));
+    }
+    out.join(", ")
+}
+
+/// Fails unless `after` is `before` but for the rows in `gone` (which must
+/// be deleted) and in `changed` (which the caller checks itself).
+pub(super) fn only_changed(
+    what: &str,
+    before: &[Row],
+    after: &[Row],
+    changed: &[i64],
+    gone: &[i64],
+) -> CaseResult {
+    let mut problems = Vec::new();
+    for b in before {
+        match after.iter().find(|a| a.id == b.id) {
+            None if gone.contains(&b.id) => {}
+            None => problems.push(format!("job {} ({}) was deleted", b.id, b.state)),
+            Some(a) if gone.contains(&b.id) => problems.push(format!("{} is still there", brief(a))),
+            Some(_) if changed.contains(&b.id) => {}
+            Some(a) if a != b => problems.push(format!("job {} ({}) changed: {}", b.id, b.state, diff(b, a))),
+            Some(_) => {}
+        }
+    }
+    for a in after.iter().filter(|a| !before.iter().any(|b| b.id == a.id)) {
+        problems.push(format!("{} appeared", brief(a)));
+    }
+    ensure!(problems.is_empty(), what.to_string(), problems.join("; "));
+    Ok(())
+}
+
+/// Fails unless `value` lies in `[low, high]`.
+pub(super) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
+    ensure!(
+        (low..=high).contains(&value),
+        format!("{what} in [{low}, {high}]"),
+        format!("{what} {value} ({} below the low end, {} above the high end)", low - value, value - high)
+    );
+    Ok(())
+}
+
+pub(super) fn not_running(r: &Row) -> CaseResult {
+    ensure!(
+        r.token.is_none() && r.lease_until.is_none(),
+        format!("job {} ({}) with token and lease_until NULL", r.id, r.state),
+        brief(r)
+    );
+    Ok(())
+}
+
+pub(super) fn has_error(r: &Row) -> CaseResult {
+    ensure!(
+        r.last_error.as_deref().is_some_and(|e| !e.trim().is_empty()),
+        format!("job {} with last_error set", r.id),
+        brief(r)
+    );
+    Ok(())
+}

@@ -1,0 +1,15 @@
+//! Explore: the pipeline again for generated step sequences. [`gen`]
+//! generates sequences of steps by several workers from the model
+//! (crate::check::model); [`run`] performs them against a subject (the
+//! reference in this process, or a step-driver process), checks every
+//! answer and the file after every step against the model, and shrinks a
+//! failing sequence; [`fuzzing`] is the fuzz targets' logic, on the same
+//! runs.
+//!
+//! [`gen`]: crate::explore::gen
+//! [`run`]: crate::explore::run
+//! [`fuzzing`]: crate::explore::fuzzing
+
+pub mod fuzzing;
+pub mod gen;
+pub mod run;

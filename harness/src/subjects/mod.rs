@@ -1,0 +1,73 @@
+//! Run subjects: the programs a run drives (the implementation under
+//! test, the reference `ukue`, Python's add_job.py and step driver, the
+//! probe that `work` runs), how a case starts and stops them, and what it
+//! observes of them.
+//!
+//! - [`ctx`]: what a case works with: its directory, the subjects, a seeded
+//!   generator, commands run to their end, waits with a deadline;
+//! - [`process`]: every process in a group of its own, marked, killed at
+//!   the end of its case;
+//! - [`worker`]: a subject's `work` running the probe ([`WorkerProcess`]);
+//! - [`probe`]: the probe's records and payload scripts;
+//! - [`python`]: the Python programs the runner carries;
+//! - [`broken`]: deliberately broken subjects;
+//! - [`driver`]: the step-driver protocol, the reference behind it
+//!   ([`ReferenceDriver`]) and a driver process;
+//! - [`observe`]: the file as any program sees it, and strace.
+//!
+//! [`ctx`]: crate::subjects::ctx
+//! [`process`]: crate::subjects::process
+//! [`worker`]: crate::subjects::worker
+//! [`WorkerProcess`]: crate::subjects::worker::WorkerProcess
+//! [`probe`]: crate::subjects::probe
+//! [`python`]: crate::subjects::python
+//! [`broken`]: crate::subjects::broken
+//! [`driver`]: crate::subjects::driver
+//! [`observe`]: crate::subjects::observe
+//! [`ReferenceDriver`]: crate::subjects::driver::ReferenceDriver
+
+pub mod broken;
+pub mod ctx;
+pub mod driver;
+pub mod observe;
+pub mod probe;
+pub mod process;
+pub mod python;
+pub mod worker;
+
+use std::path::PathBuf;
+
+/// A program with the ukue command line (shared/ukue-contract.md), or the
+/// subset of it that add_job.py offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// How reports name it.
+    pub name: String,
+    pub program: PathBuf,
+    /// Arguments that come before the command's own (add_job.py's path).
+    pub args: Vec<String>,
+}
+
+impl Subject {
+    pub fn binary(program: impl Into<PathBuf>) -> Subject {
+        let program = program.into();
+        let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Subject { name, program, args: Vec::new() }
+    }
+}
+
+/// Everything a case may drive.
+#[derive(Debug, Clone)]
+pub struct Subjects {
+    pub subject: Subject,
+    pub reference: Subject,
+    /// `python3 add_job.py`, when python is there. Its `add` is spelled
+    /// without the word `add`, so cases use [`ctx::Ctx::python_add`].
+    pub python: Option<Subject>,
+    /// The probe binary that `work` runs as its command.
+    pub probe: PathBuf,
+    /// strace, for the durability cases.
+    pub strace: Option<PathBuf>,
+    /// `python3 ukue_driver.py`, the Python step driver, when python is there.
+    pub python_driver: Option<Subject>,
+}

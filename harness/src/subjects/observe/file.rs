@@ -1,0 +1,141 @@
+//! The file as any program sees it: a ukue file opened with SQLite, read
+//! without writing ([`open_read_only`], [`read`]), its jobs as [`Row`]s of
+//! every column, and a connection that writes rows behind the subject's
+//! back ([`write`](fn@write); the format is the contract, so cases may write rows as
+//! any program may). Cases, checkers, the probe and the model-based runs
+//! all read files here.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::cases::Failure;
+
+/// How long a reader or writer waits for a file another program holds.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection that reads `path` and never writes it.
+pub fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
+}
+
+/// [`open_read_only`] for a case: a file that does not open fails it.
+pub fn read(path: &Path) -> Result<Connection, Failure> {
+    open_read_only(path)
+        .map_err(|e| Failure::fail(format!("{} to be a SQLite file", path.display()), e.to_string()))
+}
+
+/// A read-write connection for setting a file up behind the subject's back.
+pub fn write(path: &Path) -> Result<Connection, Failure> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
+/// One row of `ukue_jobs`, every column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub id: i64,
+    pub queue: String,
+    pub state: String,
+    pub priority: i64,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_at: i64,
+    pub lease_until: Option<i64>,
+    pub token: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The payload's bytes, whatever its SQLite type (BLOB or TEXT).
+    pub payload: Vec<u8>,
+}
+
+/// Every column but the payload, in [`Row`]'s order.
+const COLUMNS: &str = "id, queue, state, priority, attempts, max_attempts, run_at, lease_until, token, \
+                       last_error, created_at, updated_at";
+
+fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        id: r.get(0)?,
+        queue: r.get(1)?,
+        state: r.get(2)?,
+        priority: r.get(3)?,
+        attempts: r.get(4)?,
+        max_attempts: r.get(5)?,
+        run_at: r.get(6)?,
+        lease_until: r.get(7)?,
+        token: r.get(8)?,
+        last_error: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+        payload: r.get::<_, Option<Vec<u8>>>(12)?.unwrap_or_default(),
+    })
+}
+
+/// Every job of the file, in id order.
+pub fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
+    let mut st =
+        conn.prepare_cached(&format!("SELECT {COLUMNS}, CAST(payload AS BLOB) FROM ukue_jobs ORDER BY id"))?;
+    let rows = st.query_map([], row_of)?;
+    rows.collect()
+}
+
+/// One job, or None when it is not in the file.
+pub fn read_row(conn: &Connection, id: i64) -> rusqlite::Result<Option<Row>> {
+    let mut st = conn
+        .prepare_cached(&format!("SELECT {COLUMNS}, CAST(payload AS BLOB) FROM ukue_jobs WHERE id = ?1"))?;
+    match st.query_row([id], row_of) {
+        Ok(row) => Ok(Some(row)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`read_rows`] of the file at `path`, for a case.
+pub fn rows(path: &Path) -> Result<Vec<Row>, Failure> {
+    Ok(read_rows(&read(path)?)?)
+}
+
+/// [`read_row`] of the file at `path`, for a case.
+pub fn row(path: &Path, id: i64) -> Result<Option<Row>, Failure> {
+    Ok(read_row(&read(path)?, id)?)
+}
+
+/// Every job of the file, a line each in id order, each column as SQLite
+/// holds it, whatever its type (the payload in hex): for comparing a file
+/// before and after a command that must not change its jobs.
+pub fn rows_as_text(path: &Path) -> Result<Vec<String>, Failure> {
+    let conn = read(path)?;
+    let mut st = conn.prepare(&format!("SELECT {COLUMNS}, hex(payload) FROM ukue_jobs ORDER BY id"))?;
+    let rows = st.query_map([], |r| {
+        let cells: Vec<String> = (0..13)
+            .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+            .collect::<Result<_, _>>()?;
+        Ok(cells.join(" "))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The number of jobs in the file, in any state.
+pub fn job_count(path: &Path) -> Result<i64, Failure> {
+    Ok(read(path)?.query_row("SELECT count(*) FROM ukue_jobs", [], |r| r.get(0))?)
+}
+
+/// One job's state and attempts, or None when it is gone.
+pub fn state_and_attempts(conn: &Connection, id: i64) -> rusqlite::Result<Option<(String, i64)>> {
+    match conn.query_row("SELECT state, attempts FROM ukue_jobs WHERE id = ?1", [id], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    }) {
+        Ok(row) => Ok(Some(row)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,116 @@
+//! A subject's `work` process: started with the probe (or another command)
+//! as the command it runs for each job, stopped with SIGTERM as a user
+//! would. It is a [`WorkerProcess`], not to be confused with the
+//! reference library's thread pool (`ukue::worker::Worker`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::ctx::{clip, path_str, Ctx};
+use super::observe::file::job_count;
+use super::process::Spawned;
+use super::Subject;
+use crate::cases::Failure;
+
+/// A running `work` process of a subject.
+pub struct WorkerProcess {
+    pub process: Spawned,
+    pub stderr_path: PathBuf,
+}
+
+/// The probe log of a case.
+pub fn probe_log(ctx: &Ctx) -> PathBuf {
+    ctx.path("probe.log")
+}
+
+/// Starts `who work FILE QUEUE OPTIONS -- ukue-probe LOG`.
+pub fn start_worker(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    queue: &str,
+    options: &[&str],
+) -> Result<WorkerProcess, Failure> {
+    let log = probe_log(ctx);
+    let probe = ctx.subjects.probe.clone();
+    start_command_worker(ctx, who, file, queue, options, &[path_str(&probe), path_str(&log)])
+}
+
+/// Starts `who work FILE QUEUE OPTIONS -- COMMAND...`, with its stderr in
+/// the case's directory.
+pub fn start_command_worker(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    queue: &str,
+    options: &[&str],
+    command: &[&str],
+) -> Result<WorkerProcess, Failure> {
+    let n = std::fs::read_dir(&ctx.dir).map(|d| d.count()).unwrap_or(0);
+    let stderr_path = ctx.path(&format!("worker-{n}.stderr"));
+    let stderr = std::fs::File::create(&stderr_path)?;
+    let mut args: Vec<&str> = who.args.iter().map(String::as_str).collect();
+    args.extend(["work", path_str(file), queue]);
+    args.extend_from_slice(options);
+    args.push("--");
+    args.extend_from_slice(command);
+    let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
+    Ok(WorkerProcess { process, stderr_path })
+}
+
+impl WorkerProcess {
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Fails when the worker has ended by itself: `what` is what it should
+    /// have kept doing meanwhile.
+    pub fn still_running(&mut self, what: &str) -> Result<(), Failure> {
+        match self.process.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => Err(Failure::fail(
+                what.to_string(),
+                format!("it exited by itself ({status}): {}", clip(&self.stderr())),
+            )),
+        }
+    }
+
+    /// SIGTERM, then waits (up to `limit`) for it to end.
+    pub fn stop(mut self, limit: Duration) -> Result<(), Failure> {
+        self.process.signal(Signal::SIGTERM);
+        match self.process.wait_timeout(limit)? {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(Failure::fail(
+                "the worker to exit 0 after SIGTERM",
+                format!("{status}: {}", clip(&self.stderr())),
+            )),
+            None => Err(Failure::timeout(
+                format!("the worker to stop within {} s of SIGTERM", limit.as_secs()),
+                "it was still running",
+            )),
+        }
+    }
+}
+
+/// Starts `who work FILE QUEUE OPTIONS -- probe`, waits (up to `limit`)
+/// until the file holds no job at all, and stops the worker with SIGTERM.
+/// A worker that exits by itself meanwhile fails the case.
+pub fn drain(
+    ctx: &Ctx,
+    who: &Subject,
+    file: &Path,
+    queue: &str,
+    options: &[&str],
+    limit: Duration,
+) -> Result<(), Failure> {
+    let mut worker = start_worker(ctx, who, file, queue, options)?;
+    let what = format!("`{} work {} {queue}` to run every job of the file", who.name, path_str(file));
+    ctx.wait_for(&what, limit, || {
+        worker.still_running(&format!("{what} and keep running until stopped"))?;
+        Ok(job_count(file)? == 0)
+    })?;
+    worker.stop(Duration::from_secs(30))
+}
