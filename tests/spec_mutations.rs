@@ -9,7 +9,7 @@ mod common;
 use std::fmt::Display;
 use std::sync::Arc;
 
-use common::{check_invariants, create_with, ms, TempPath, T0};
+use common::{check_invariants, check_invariants_of, create_with, ms, TempPath, T0};
 use rusqlite::Connection;
 use ukue::{
     Access, Claim, Claimed, Error, Failed, Job, JobId, ListFilter, ListState, ManualClock, Millis, NewJob,
@@ -1004,6 +1004,125 @@ fn an_edited_format_md_is_loaded_and_caught() {
         ("```sql release\n", "```sql example\n", "a missing statement"),
         ("```sql release\n", "```sql renew\n", "a statement given twice"),
         ("```sql release\n", "```sql give_back\n", "an unknown statement"),
+    ] {
+        let edited = page.replacen(from, to, 1);
+        assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");
+        assert!(matches!(Spec::from_markdown(&edited), Err(Error::Spec(_))), "{why} was accepted");
+    }
+}
+
+// ---------------------------------------------------------------- invariants
+
+/// For each invariant of FORMAT.md §7, by name, an edit that breaks it on
+/// a good file (and breaks no other).
+const BROKEN: &[(&str, &str)] = &[
+    // An index whose stored rows no longer match its definition: the
+    // schema now says the partial index holds dead jobs, and it holds the
+    // ready ones.
+    (
+        "integrity",
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_master SET sql = replace(sql, 'WHERE state = ''ready''', 'WHERE state = ''dead''')
+         WHERE name = 'ukue_jobs_next';
+         PRAGMA writable_schema = OFF;",
+    ),
+    ("lease_only_while_running", "UPDATE ukue_jobs SET token = 'x' WHERE state = 'dead'"),
+    ("running_holds_lease", "UPDATE ukue_jobs SET lease_until = NULL WHERE state = 'running'"),
+    ("attempts_in_range", "UPDATE ukue_jobs SET attempts = max_attempts + 1 WHERE state = 'done'"),
+    // One below the largest id: the least that breaks it.
+    (
+        "ids_not_reused",
+        "UPDATE sqlite_sequence SET seq = (SELECT max(id) FROM ukue_jobs) - 1 WHERE name = 'ukue_jobs'",
+    ),
+];
+
+/// A file with a job in each state, and one deleted (so the largest id is
+/// not the sequence's by chance).
+fn good_file(tmp: &TempPath) -> Check {
+    let mut f = F::new(&Spec::builtin())?;
+    f.make_dead("q")?;
+    f.make_done("q")?;
+    f.add(NewJob::new("q", b"ready".to_vec()))?;
+    f.claim_some("q")?;
+    f.add(NewJob::new("q", b"ready".to_vec()))?;
+    f.add(NewJob::new("q", b"delayed".to_vec()).run_at(T0 + 60_000))?;
+    let gone = f.add(NewJob::new("q", b"deleted".to_vec()).run_at(T0 + 120_000))?;
+    f.file.delete(gone).ctx("delete")?;
+    drop(f.file);
+    std::fs::copy(&f.tmp.path, &tmp.path).ctx("copy the file")?;
+    Ok(())
+}
+
+/// The invariants of `spec` pass a good file, and each catches the file
+/// that breaks it; every invariant of the page has such a file.
+fn invariant_suite(spec: &Spec) -> Check {
+    let names: Vec<&str> = spec.invariants().iter().map(|i| i.name.as_str()).collect();
+    for name in &names {
+        ensure!(BROKEN.iter().any(|(n, _)| n == name), "invariant `{name}` has no file that breaks it here");
+    }
+    let good = TempPath::new("good.ukue");
+    good_file(&good)?;
+    let conn = Connection::open(&good.path).ctx("open the good file")?;
+    check_invariants_of(spec, &conn).map_err(|e| format!("the good file breaks an invariant: {e}"))?;
+    drop(conn);
+    for (name, edit) in BROKEN {
+        ensure!(names.contains(name), "FORMAT.md has no invariant `{name}`");
+        let broken = TempPath::new("broken.ukue");
+        std::fs::copy(&good.path, &broken.path).ctx("copy")?;
+        Connection::open(&broken.path).ctx("open")?.execute_batch(edit).ctx(edit)?;
+        // A new connection, which reads the edited schema.
+        let conn = Connection::open(&broken.path).ctx("reopen")?;
+        for invariant in spec.invariants() {
+            let rows = invariant.violations(&conn).ctx(&invariant.name)?;
+            if invariant.name == *name {
+                ensure!(!rows.is_empty(), "invariant `{name}` does not catch {edit:?}");
+            } else {
+                ensure!(
+                    rows.is_empty(),
+                    "invariant `{}` catches {edit:?}, meant for `{name}`",
+                    invariant.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn each_invariant_catches_the_file_that_breaks_it() {
+    if let Err(e) = invariant_suite(&Spec::builtin()) {
+        panic!("FORMAT.md §7: {e}");
+    }
+}
+
+#[test]
+fn an_edited_invariant_is_caught() {
+    let page = ukue::spec::FORMAT_MD;
+    for (from, to) in [
+        ("WHERE integrity_check <> 'ok'", "WHERE integrity_check = 'ok'"),
+        ("WHERE state <> 'running' AND (token IS NOT NULL OR", "WHERE state <> 'running' AND ("),
+        (
+            "WHERE state = 'running' AND (token IS NULL OR lease_until IS NULL)",
+            "WHERE state = 'running' AND token IS NULL",
+        ),
+        ("attempts > max_attempts", "attempts > max_attempts + 1"),
+        ("HAVING max(id) > coalesce(", "HAVING max(id) > 1 + coalesce("),
+        ("```sql invariant running_holds_lease", "```sql example"),
+    ] {
+        let edited = page.replacen(from, to, 1);
+        assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");
+        match Spec::from_markdown(&edited) {
+            Err(Error::Spec(e)) => println!("the edit {from:?} -> {to:?} is refused: {e}"),
+            Err(e) => panic!("the edit {from:?} -> {to:?}: {e}"),
+            Ok(spec) => match invariant_suite(&spec) {
+                Err(caught) => println!("caught the edit {from:?} -> {to:?}\n    by {caught}"),
+                Ok(()) => panic!("the edit {from:?} -> {to:?} of FORMAT.md §7 is not caught"),
+            },
+        }
+    }
+    for (from, to, why) in [
+        ("```sql invariant ids_not_reused\n", "```sql invariant\n", "an invariant without a name"),
+        ("```sql invariant ids_not_reused\n", "```sql invariant integrity\n", "an invariant given twice"),
     ] {
         let edited = page.replacen(from, to, 1);
         assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");
