@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
@@ -41,6 +42,7 @@ impl Ukue {
         OpenOptions::default().access(Access::AddTables).attach(conn)
     }
 
+    /// Options for opening another way (another clock, say).
     pub fn options() -> OpenOptions {
         OpenOptions::default()
     }
@@ -57,10 +59,11 @@ impl Ukue {
 
     /// How long a step waits for a busy file before it fails (FORMAT.md
     /// §4.1's `busy_timeout`, polled every millisecond).
-    pub fn busy_timeout_ms(&self) -> i64 {
-        self.busy_ms
+    pub fn busy_timeout(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.busy_ms).unwrap_or(0))
     }
 
+    /// The file's path (`:memory:` for an attached in-memory database).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -70,10 +73,12 @@ impl Ukue {
         &self.conn
     }
 
+    /// Gives the connection back.
     pub fn into_connection(self) -> Connection {
         self.conn
     }
 
+    /// The time on this file's clock.
     pub fn now(&self) -> Millis {
         self.clock.now_ms()
     }
@@ -124,7 +129,8 @@ impl Ukue {
     }
 
     /// Claims the next due job of `queue` (FORMAT.md §5.4).
-    pub fn claim(&mut self, queue: &str, lease: Millis) -> Result<Option<Claimed>> {
+    /// The lease counts in whole milliseconds, rounded down.
+    pub fn claim(&mut self, queue: &str, lease: Duration) -> Result<Option<Claimed>> {
         Ok(match self.claim_next(queue, lease)? {
             Claim::Job(job) => Some(job),
             Claim::Empty { .. } => None,
@@ -133,11 +139,11 @@ impl Ukue {
 
     /// Like [`Ukue::claim`], and when nothing is due, tells when the
     /// queue's next job will be.
-    pub fn claim_next(&mut self, queue: &str, lease: Millis) -> Result<Claim> {
+    pub fn claim_next(&mut self, queue: &str, lease: Duration) -> Result<Claim> {
         validate::queue(queue)?;
         validate::lease(lease)?;
         let now = self.now();
-        within_range(now, lease)?;
+        let lease = within_range(now, lease)?;
         let token = token::new()?;
         self.write(|conn, spec| {
             conn.prepare_cached(spec.sql(Stmt::ExpireUnleased))?.execute(named_params! {":now": now})?;
@@ -193,8 +199,7 @@ impl Ukue {
         let now = self.now();
         let (permanent, retry_in) = match retry {
             Retry::Backoff => (false, None),
-            Retry::After(ms) if ms < 0 => return Err(Invalid::Delay(ms).into()),
-            Retry::After(ms) => (false, Some(within_range(now, ms)?)),
+            Retry::After(delay) => (false, Some(within_range(now, delay)?)),
             Retry::Never => (true, None),
         };
         let row: Option<(String, Millis)> = fault::in_commit(&self.conn, fault::INSIDE_FAIL, || {
@@ -216,12 +221,12 @@ impl Ukue {
         }
     }
 
-    /// Extends a held job's lease to `lease` ms from now (FORMAT.md §5.7);
+    /// Extends a held job's lease to `lease` from now (FORMAT.md §5.7);
     /// returns the new lease_until.
-    pub fn renew(&mut self, id: JobId, token: &str, lease: Millis) -> Result<Millis> {
+    pub fn renew(&mut self, id: JobId, token: &str, lease: Duration) -> Result<Millis> {
         validate::lease(lease)?;
         let now = self.now();
-        within_range(now, lease)?;
+        let lease = within_range(now, lease)?;
         self.conn
             .prepare_cached(self.sql(Stmt::Renew))?
             .query_row(named_params! {":id": id, ":token": token, ":now": now, ":lease": lease}, |r| r.get(0))
@@ -285,6 +290,7 @@ impl Ukue {
             .execute(named_params! {":state": state.as_str(), ":queue": queue})?)
     }
 
+    /// One job, in any state.
     pub fn get(&self, id: JobId) -> Result<Option<Job>> {
         Ok(self
             .conn
@@ -346,9 +352,11 @@ fn insert(conn: &Connection, spec: &Spec, job: &NewJob, now: Millis) -> Result<J
 
 /// SQLite turns an INTEGER sum past i64::MAX into a REAL, and a REAL time
 /// is one that no reader accepts: `now + duration` must stay in range.
-fn within_range(now: Millis, duration: Millis) -> Result<Millis, Invalid> {
-    match now.checked_add(duration) {
-        Some(_) => Ok(duration),
+/// Returns the duration in the file's unit.
+fn within_range(now: Millis, duration: Duration) -> Result<Millis, Invalid> {
+    let ms = Millis::try_from(duration.as_millis()).map_err(|_| Invalid::TooLong(duration))?;
+    match now.checked_add(ms) {
+        Some(_) => Ok(ms),
         None => Err(Invalid::TooLong(duration)),
     }
 }

@@ -2,27 +2,35 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
-use crate::clock::Millis;
+use crate::clock::{millis, Millis};
 use crate::error::Invalid;
 use crate::validate;
 
+/// A job's id: the `id` column, never used twice in a file.
 pub type JobId = i64;
 
-/// Defaults of the reference (shared/ukue-contract.md).
+/// A new job's attempts unless told otherwise (the column's default).
 pub const DEFAULT_MAX_ATTEMPTS: i64 = 10;
-pub const DEFAULT_LEASE_MS: Millis = 60_000;
+/// The reference's lease unless told otherwise (shared/ukue-contract.md).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
 /// A job's stored state (FORMAT.md §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
+    /// Waiting for a worker; due once `run_at` has passed.
     Ready,
+    /// Held by the worker with the token until `lease_until`.
     Running,
+    /// Finished and kept.
     Done,
+    /// Out of attempts, or failed for good; stays until retried or deleted.
     Dead,
 }
 
 impl State {
+    /// The name the file stores.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Ready => "ready",
@@ -56,14 +64,20 @@ impl FromStr for State {
 /// due (`ready`) and not yet due (`delayed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListState {
+    /// Ready and due.
     Ready,
+    /// Ready, not yet due.
     Delayed,
+    /// Running.
     Running,
+    /// Dead.
     Dead,
+    /// Done.
     Done,
 }
 
 impl ListState {
+    /// The name `list` takes.
     pub fn as_str(self) -> &'static str {
         match self {
             ListState::Ready => "ready",
@@ -92,24 +106,32 @@ impl FromStr for ListState {
 /// When a new job becomes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RunAt {
+    /// At the add.
     #[default]
     Now,
-    /// This many milliseconds after the add.
-    After(Millis),
+    /// This long after the add (whole milliseconds).
+    After(Duration),
+    /// At this time.
     At(Millis),
 }
 
 /// A job to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
+    /// The queue, 1 to 200 characters.
     pub queue: String,
+    /// The job's bytes, which no ukue program reads.
     pub payload: Vec<u8>,
+    /// -100 to 100; among due jobs the highest runs first.
     pub priority: i64,
+    /// How many claims the job gets before it is dead.
     pub max_attempts: i64,
+    /// When it becomes due.
     pub run_at: RunAt,
 }
 
 impl NewJob {
+    /// A job due now, of priority 0, with the default attempts.
     pub fn new(queue: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
         NewJob {
             queue: queue.into(),
@@ -119,18 +141,22 @@ impl NewJob {
             run_at: RunAt::Now,
         }
     }
+    /// With this priority.
     pub fn priority(mut self, priority: i64) -> Self {
         self.priority = priority;
         self
     }
+    /// With this many attempts.
     pub fn max_attempts(mut self, max_attempts: i64) -> Self {
         self.max_attempts = max_attempts;
         self
     }
-    pub fn delay_ms(mut self, delay: Millis) -> Self {
+    /// Due `delay` after the add.
+    pub fn delay(mut self, delay: Duration) -> Self {
         self.run_at = RunAt::After(delay);
         self
     }
+    /// Due at `at`.
     pub fn run_at(mut self, at: Millis) -> Self {
         self.run_at = RunAt::At(at);
         self
@@ -140,19 +166,13 @@ impl NewJob {
     pub fn validate(&self) -> Result<(), Invalid> {
         validate::queue(&self.queue)?;
         validate::priority(self.priority)?;
-        validate::max_attempts(self.max_attempts)?;
-        if let RunAt::After(delay) = self.run_at {
-            if delay < 0 {
-                return Err(Invalid::Delay(delay));
-            }
-        }
-        Ok(())
+        validate::max_attempts(self.max_attempts)
     }
 
     pub(crate) fn due_at(&self, now: Millis) -> Millis {
         match self.run_at {
             RunAt::Now => now,
-            RunAt::After(delay) => now.saturating_add(delay),
+            RunAt::After(delay) => now.saturating_add(millis(delay)),
             RunAt::At(at) => at,
         }
     }
@@ -161,34 +181,56 @@ impl NewJob {
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
+    /// The job's id.
     pub id: JobId,
+    /// Its queue.
     pub queue: String,
+    /// Its stored state.
     pub state: State,
+    /// Its priority.
     pub priority: i64,
+    /// How many times it was claimed.
     pub attempts: i64,
+    /// How many claims it gets.
     pub max_attempts: i64,
+    /// When it is (or was) due.
     pub run_at: Millis,
+    /// When a running job's lease runs out; None unless running.
     pub lease_until: Option<Millis>,
+    /// What the last failed attempt reported.
     pub last_error: Option<String>,
+    /// When it was added.
     pub created_at: Millis,
+    /// When it last changed.
     pub updated_at: Millis,
+    /// Its bytes.
     pub payload: Vec<u8>,
 }
 
 /// A job that a claim took: its holder's view, with the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimed {
+    /// The job's id.
     pub id: JobId,
+    /// Its queue.
     pub queue: String,
+    /// Its bytes.
     pub payload: Vec<u8>,
+    /// Its priority.
     pub priority: i64,
     /// This attempt's number, 1 for the first.
     pub attempt: i64,
+    /// How many claims it gets.
     pub max_attempts: i64,
+    /// When it was due.
     pub run_at: Millis,
+    /// When this claim's lease runs out, unless renewed.
     pub lease_until: Millis,
+    /// When it was added.
     pub created_at: Millis,
+    /// What the last failed attempt reported.
     pub last_error: Option<String>,
+    /// The lease's token, which the holder's steps must give.
     pub token: String,
 }
 
@@ -198,8 +240,9 @@ pub enum Retry {
     /// Ready again after the backoff, or dead on the last attempt.
     #[default]
     Backoff,
-    /// Ready again after this many ms, or dead on the last attempt.
-    After(Millis),
+    /// Ready again after this long (whole milliseconds), or dead on the
+    /// last attempt.
+    After(Duration),
     /// Dead at once.
     Never,
 }
@@ -207,16 +250,23 @@ pub enum Retry {
 /// Where a failed job went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failed {
-    Ready { run_at: Millis },
+    /// Ready again, due at `run_at`.
+    Ready {
+        /// When it is due again.
+        run_at: Millis,
+    },
+    /// Dead.
     Dead,
 }
 
 /// The result of a claim that may find nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
+    /// The job the claim took.
     Job(Claimed),
-    /// No due job; `next_due` is the run_at of the queue's next ready job.
+    /// No due job.
     Empty {
+        /// The run_at of the queue's next ready job, if any.
         next_due: Option<Millis>,
     },
 }
@@ -224,23 +274,34 @@ pub enum Claim {
 /// Counts of one queue (FORMAT.md §5.10; the counts do not overlap).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QueueStats {
+    /// The queue.
     pub queue: String,
+    /// Ready and due.
     pub ready: i64,
+    /// Ready, not yet due.
     pub delayed: i64,
+    /// Running, lease not run out.
     pub running: i64,
+    /// Running, lease run out (the next claim reaps them).
     pub expired: i64,
+    /// Dead.
     pub dead: i64,
+    /// Done.
     pub done: i64,
+    /// The run_at of the longest-waiting due job.
     pub oldest_due: Option<Millis>,
 }
 
 /// Which jobs `list` returns, in id order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListFilter {
+    /// Only this queue's jobs.
     pub queue: Option<String>,
+    /// Only jobs in this state.
     pub state: Option<ListState>,
     /// Only ids greater than this (paging).
     pub after: JobId,
+    /// At most this many, 1 to 1000.
     pub limit: i64,
 }
 

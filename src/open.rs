@@ -27,8 +27,11 @@ pub enum Access {
 /// Options for opening; [`Ukue::open`] and friends use the defaults.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
+    /// What opening may do to a path without a ukue file.
     pub access: Access,
+    /// Where the steps' `now` comes from.
     pub clock: Arc<dyn Clock>,
+    /// The statements to run (FORMAT.md as built, unless a test says).
     pub spec: Arc<Spec>,
     /// Written to `ukue_meta.created_by` when the tables are added.
     pub created_by: String,
@@ -46,14 +49,17 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
+    /// With this access.
     pub fn access(mut self, access: Access) -> Self {
         self.access = access;
         self
     }
+    /// On this clock.
     pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Arc::new(clock);
         self
     }
+    /// Running these statements.
     pub fn spec(mut self, spec: Arc<Spec>) -> Self {
         self.spec = spec;
         self

@@ -11,9 +11,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::clock::Millis;
+use crate::clock::{millis, Millis};
 use crate::error::{Error, Result};
-use crate::job::{Claim, Claimed, Failed, Retry, DEFAULT_LEASE_MS};
+use crate::job::{Claim, Claimed, Failed, Retry, DEFAULT_LEASE};
 use crate::open::OpenOptions;
 use crate::Ukue;
 use crate::{fault, validate};
@@ -21,9 +21,10 @@ use crate::{fault, validate};
 /// How a worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
+    /// How many jobs run at once (at least one).
     pub concurrency: usize,
     /// Each claim's lease; renewed every third of it while the job runs.
-    pub lease: Millis,
+    pub lease: Duration,
     /// How often an idle worker looks for a job (sooner when the queue's
     /// next job is due sooner).
     pub poll: Duration,
@@ -39,7 +40,7 @@ impl Default for WorkerOptions {
     fn default() -> Self {
         WorkerOptions {
             concurrency: 1,
-            lease: DEFAULT_LEASE_MS,
+            lease: DEFAULT_LEASE,
             poll: Duration::from_secs(1),
             grace: Duration::from_secs(30),
             timeout: None,
@@ -51,9 +52,13 @@ impl Default for WorkerOptions {
 /// What a handler made of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// The job is done: finish it.
     Finish,
+    /// The attempt failed.
     Fail {
+        /// What went wrong, stored as `last_error`.
         error: String,
+        /// When the job may run again.
         retry: Retry,
     },
     /// Give the job back without counting the attempt.
@@ -77,19 +82,64 @@ pub enum StopReason {
 /// `fail`, `release`) on the job; it tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    Claimed { id: i64, attempt: i64 },
-    Finished { id: i64, elapsed: Duration },
-    Failed { id: i64, error: String, to: Failed },
-    Released { id: i64 },
-    LeaseLost { id: i64 },
-    Busy { id: i64, step: &'static str },
-    Stopping { reason: StopReason, id: i64 },
-    Error { message: String },
+    /// A claim took a job.
+    Claimed {
+        /// The job.
+        id: i64,
+        /// Its attempt, 1 for the first.
+        attempt: i64,
+    },
+    /// A job finished.
+    Finished {
+        /// The job.
+        id: i64,
+        /// How long its work took.
+        elapsed: Duration,
+    },
+    /// A job's attempt failed.
+    Failed {
+        /// The job.
+        id: i64,
+        /// What the handler reported.
+        error: String,
+        /// Where the job went.
+        to: Failed,
+    },
+    /// A job was given back (the worker is stopping).
+    Released {
+        /// The job.
+        id: i64,
+    },
+    /// The worker no longer holds a job; its result was not recorded.
+    LeaseLost {
+        /// The job.
+        id: i64,
+    },
+    /// See above.
+    Busy {
+        /// The job.
+        id: i64,
+        /// The step that met the busy file.
+        step: &'static str,
+    },
+    /// A job is being stopped.
+    Stopping {
+        /// Why.
+        reason: StopReason,
+        /// The job.
+        id: i64,
+    },
+    /// A step failed for another reason; the worker goes on.
+    Error {
+        /// What failed.
+        message: String,
+    },
 }
 
 /// Runs one job. Long-running handlers watch `control` and stop soon
 /// after it reports a [`StopReason`].
 pub trait Handler: Send + Sync {
+    /// Does the job's work and says how it went.
     fn handle(&self, job: &Claimed, control: &JobControl) -> Outcome;
 }
 
@@ -217,6 +267,7 @@ impl Stopper {
         }
     }
 
+    /// Whether a stop was asked for.
     pub fn is_stopping(&self) -> bool {
         self.0.lock().stop_requested_at.is_some()
     }
@@ -230,6 +281,7 @@ pub struct JobControl {
 }
 
 impl JobControl {
+    /// Why the job must stop, once it must.
     pub fn stop_reason(&self) -> Option<StopReason> {
         self.shared.lock().slots[self.slot].stop
     }
@@ -278,6 +330,7 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker for `queue` of the file at `path`; [`Worker::run`] starts it.
     pub fn new(path: impl Into<PathBuf>, queue: impl Into<String>, options: WorkerOptions) -> Self {
         Worker {
             path: path.into(),
@@ -294,6 +347,7 @@ impl Worker {
         self
     }
 
+    /// A handle that stops the worker from another thread.
     pub fn stopper(&self) -> Stopper {
         Stopper(self.shared.clone())
     }
@@ -448,7 +502,7 @@ impl SlotRunner<'_> {
         let control = self.control();
         let slot = self.slot;
         let changed = self.worker.shared.lock().slots[slot].supervisor.clone();
-        let renew_every = Duration::from_millis((self.options().lease / 3).max(1) as u64);
+        let renew_every = Duration::from_millis((millis(self.options().lease) / 3).max(1) as u64);
         let mut next_renew = held.started + renew_every;
         let timeout_at = self.options().timeout.map(|t| held.started + t);
         loop {

@@ -188,7 +188,7 @@ fn retry_purge_and_delete() {
     {
         let mut file = ukue::Ukue::open(&p).unwrap();
         for queue in ["a", "a", "b", "b"] {
-            let job = file.claim(queue, 60_000).unwrap().unwrap();
+            let job = file.claim(queue, ms(60_000)).unwrap().unwrap();
             file.fail(job.id, &job.token, "boom", ukue::Retry::Backoff).unwrap();
         }
     }
@@ -339,4 +339,8 @@ fn a_command_past_its_timeout_is_stopped_and_the_attempt_fails() {
     let log = stop(worker);
     assert!(failed, "the job did not fail: {log}");
     assert_eq!(job_state(&p, 1).unwrap()["last_error"], "timed out");
+}
+
+fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
 }

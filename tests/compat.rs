@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use support::*;
-use ukue::job::DEFAULT_LEASE_MS as DEFAULT_LEASE;
 use ukue::Ukue;
+use ukue::DEFAULT_LEASE;
 
 #[derive(Debug, Deserialize)]
 struct Case {

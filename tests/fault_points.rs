@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::ms;
 use ukue::{fault, ManualClock, Millis, NewJob, State, Ukue};
 
 /// The worker's lease. The checks after the crash move a manual clock past
@@ -90,7 +91,7 @@ impl After {
     fn assert_claimable_at_once(&self, point: &str) {
         let job = self.job();
         assert_eq!((job.state, job.attempts, job.lease_until), (State::Ready, 0, None), "{point}");
-        let claimed = Ukue::open(&self.path).unwrap().claim("q", 60_000).unwrap();
+        let claimed = Ukue::open(&self.path).unwrap().claim("q", ms(60_000)).unwrap();
         let claimed = claimed.unwrap_or_else(|| panic!("{point}: the job is not claimable at once"));
         assert_eq!((claimed.id, claimed.attempt), (self.job, 1), "{point}");
     }
@@ -106,11 +107,11 @@ impl After {
         let lease_until = job.lease_until.expect("a running job has a lease");
 
         let (mut file, clock) = self.open_at(lease_until - 1);
-        assert!(file.claim("q", 60_000).unwrap().is_none(), "{point}: taken while its lease held");
+        assert!(file.claim("q", ms(60_000)).unwrap().is_none(), "{point}: taken while its lease held");
         assert_eq!(self.job().state, State::Running, "{point}: reaped before its lease ran out");
 
         clock.set(lease_until);
-        assert!(file.claim("q", 60_000).unwrap().is_none(), "{point}: due again before the backoff");
+        assert!(file.claim("q", ms(60_000)).unwrap().is_none(), "{point}: due again before the backoff");
         let reaped = self.job();
         assert_eq!((reaped.state, reaped.attempts), (State::Ready, 1), "{point}: the expiry counts");
         assert_eq!(reaped.last_error.as_deref(), Some("lease expired (attempt 1 of 10)"), "{point}");
@@ -121,7 +122,7 @@ impl After {
         );
 
         clock.set(reaped.run_at);
-        let claimed = file.claim("q", 60_000).unwrap();
+        let claimed = file.claim("q", ms(60_000)).unwrap();
         let claimed = claimed.unwrap_or_else(|| panic!("{point}: not claimable after the backoff"));
         assert_eq!((claimed.id, claimed.attempt), (self.job, 2), "{point}");
         drop(file);

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::Mutex;
 
-use common::{assert_invariants, query_i64, query_string, TempPath, T0};
+use common::{assert_invariants, ms, query_i64, query_string, TempPath, T0};
 use rusqlite::types::Value;
 use rusqlite::{ffi, Connection};
 use ukue::spec::markdown::{self, Block};
@@ -72,7 +72,7 @@ fn exercise_every_step(path: &std::path::Path) {
 
     let a = file.add(&NewJob::new("q", b"a".to_vec()).max_attempts(1)).expect("add");
     let ids = file
-        .add_batch(&[NewJob::new("q", b"b".to_vec()), NewJob::new("q", b"c".to_vec()).delay_ms(10)])
+        .add_batch(&[NewJob::new("q", b"b".to_vec()), NewJob::new("q", b"c".to_vec()).delay(ms(10))])
         .expect("add_batch");
     let (b, c) = (ids[0], ids[1]);
 
@@ -95,23 +95,26 @@ fn exercise_every_step(path: &std::path::Path) {
         .expect("drop");
 
     // claims, one of them reaping both ways
-    let ca = file.claim("q", 100).expect("claim").expect("a");
-    let cb = file.claim("q", 100).expect("claim").expect("b");
+    let ca = file.claim("q", ms(100)).expect("claim").expect("a");
+    let cb = file.claim("q", ms(100)).expect("claim").expect("b");
     assert_eq!((ca.id, cb.id), (a, b));
     clock.set(T0 + 100);
-    assert_eq!(file.claim_next("other", 100).expect("empty claim"), Claim::Empty { next_due: None });
+    assert_eq!(file.claim_next("other", ms(100)).expect("empty claim"), Claim::Empty { next_due: None });
     assert_eq!(file.get(a).expect("get").map(|j| j.state), Some(State::Dead), "reap_dead");
     assert_eq!(file.get(b).expect("get").map(|j| j.state), Some(State::Ready), "reap_ready");
-    let cc = file.claim("q", 1_000).expect("claim").expect("c");
+    let cc = file.claim("q", ms(1_000)).expect("claim").expect("c");
     assert_eq!(cc.id, c);
-    assert_eq!(file.renew(c, &cc.token, 2_000).expect("renew"), T0 + 2_100);
+    assert_eq!(file.renew(c, &cc.token, ms(2_000)).expect("renew"), T0 + 2_100);
     file.release(c, &cc.token).expect("release");
-    let cc = file.claim("q", 1_000).expect("claim").expect("c again");
-    assert!(matches!(file.fail(c, &cc.token, "oops", Retry::After(0)).expect("fail"), Failed::Ready { .. }));
-    let cc = file.claim("q", 1_000).expect("claim").expect("c again");
+    let cc = file.claim("q", ms(1_000)).expect("claim").expect("c again");
+    assert!(matches!(
+        file.fail(c, &cc.token, "oops", Retry::After(ms(0))).expect("fail"),
+        Failed::Ready { .. }
+    ));
+    let cc = file.claim("q", ms(1_000)).expect("claim").expect("c again");
     file.finish(c, &cc.token, true).expect("finish_keep");
     clock.set(T0 + 100_000);
-    let cb = file.claim("q", 1_000).expect("claim").expect("b again");
+    let cb = file.claim("q", ms(1_000)).expect("claim").expect("b again");
     assert_eq!(cb.id, b);
     file.finish(b, &cb.token, false).expect("finish_delete");
     let d = file.add(&NewJob::new("q", b"d".to_vec())).expect("add");
@@ -156,10 +159,10 @@ fn a_file_without_the_indexes_is_worked() {
         Ukue::options().access(Access::Existing).clock(clock.clone()).open(&tmp.path).expect("open");
     let low = file.add(&NewJob::new("q", b"low".to_vec())).expect("add");
     let high = file.add(&NewJob::new("q", b"high".to_vec()).priority(5).max_attempts(1)).expect("add");
-    let claimed = file.claim("q", 100).expect("claim").expect("a job");
+    let claimed = file.claim("q", ms(100)).expect("claim").expect("a job");
     assert_eq!(claimed.id, high, "the highest priority first");
     clock.set(T0 + 100);
-    let next = file.claim("q", 100).expect("claim after the lease ran out").expect("a job");
+    let next = file.claim("q", ms(100)).expect("claim after the lease ran out").expect("a job");
     assert_eq!(next.id, low);
     assert_eq!(
         file.get(high).expect("get").map(|j| j.state),
@@ -479,7 +482,7 @@ fn the_examples_work_on_a_reference_file() {
         assert!((now - 5_000..=now).contains(&job.run_at), "run_at {} is not about now ({now})", job.run_at);
         assert_eq!((job.created_at, job.updated_at), (job.run_at, job.run_at));
         assert_eq!((job.lease_until, job.last_error.as_deref()), (None, None));
-        let c = file.claim(&job.queue, 60_000).expect("claim").expect("the example's job is due");
+        let c = file.claim(&job.queue, ms(60_000)).expect("claim").expect("the example's job is due");
         assert_eq!((c.id, c.attempt, c.payload.as_slice()), (job.id, 1, job.payload.as_slice()));
         file.finish(c.id, &c.token, false).expect("finish");
     }

@@ -9,7 +9,7 @@ mod common;
 use std::fmt::Display;
 use std::sync::Arc;
 
-use common::{check_invariants, create_with, TempPath, T0};
+use common::{check_invariants, check_invariants_of, create_with, ms, TempPath, T0};
 use rusqlite::Connection;
 use ukue::{
     Access, Claim, Claimed, Error, Failed, Job, JobId, ListFilter, ListState, ManualClock, Millis, NewJob,
@@ -82,17 +82,18 @@ impl F {
         Ok(())
     }
 
-    fn claim(&mut self, queue: &str, lease: Millis) -> Result<Option<Claimed>, String> {
+    fn claim(&mut self, queue: &str, lease: std::time::Duration) -> Result<Option<Claimed>, String> {
         self.file.claim(queue, lease).ctx("claim")
     }
 
     fn claim_some(&mut self, queue: &str) -> Result<Claimed, String> {
         let now = self.now();
-        self.claim(queue, 60_000)?.ok_or_else(|| format!("nothing to claim in {queue:?} at T0+{}", now - T0))
+        self.claim(queue, ms(60_000))?
+            .ok_or_else(|| format!("nothing to claim in {queue:?} at T0+{}", now - T0))
     }
 
     fn claim_next(&mut self, queue: &str) -> Result<Claim, String> {
-        self.file.claim_next(queue, 60_000).ctx("claim_next")
+        self.file.claim_next(queue, ms(60_000)).ctx("claim_next")
     }
 
     fn make_dead(&mut self, queue: &str) -> Result<JobId, String> {
@@ -165,7 +166,7 @@ fn schema(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.query_i64("PRAGMA application_id")?, 1_969_976_677, "application_id");
     ensure_eq!(f.query_string("PRAGMA journal_mode")?, "wal", "journal_mode");
     ensure_eq!(f.query_i64("PRAGMA synchronous")?, 2, "synchronous (FULL)");
-    ensure_eq!(f.file.busy_timeout_ms(), 5_000, "busy_timeout");
+    ensure_eq!(f.file.busy_timeout(), ms(5_000), "busy_timeout");
     ensure_eq!(
         f.query_string("SELECT group_concat(key || '=' || value, ' ') FROM (SELECT * FROM ukue_meta WHERE key != 'created_by' ORDER BY key)")?,
         format!("created_at={T0} format_version=1"),
@@ -298,7 +299,7 @@ fn claim_order(spec: &Arc<Spec>) -> Check {
     let _delayed = f.add(j(100, T0 + 1))?;
     let elsewhere = f.add(NewJob::new("other", b"x".to_vec()).priority(100).run_at(T0 - 1_000))?;
     let mut order = Vec::new();
-    while let Some(c) = f.claim("q", 60_000)? {
+    while let Some(c) = f.claim("q", ms(60_000))? {
         order.push(c.id);
         ensure!(order.len() <= 5, "claimed more than the 5 due jobs: {order:?}");
     }
@@ -315,7 +316,7 @@ fn claim_order(spec: &Arc<Spec>) -> Check {
 
 fn delayed_not_early(spec: &Arc<Spec>) -> Check {
     let mut f = F::new(spec)?;
-    let soon = f.add(NewJob::new("q", b"soon".to_vec()).priority(50).delay_ms(500))?;
+    let soon = f.add(NewJob::new("q", b"soon".to_vec()).priority(50).delay(ms(500)))?;
     let due = f.add(NewJob::new("q", b"due".to_vec()).priority(-50))?;
     ensure_eq!(f.job(soon)?.run_at, T0 + 500, "a delayed job's run_at");
     ensure_eq!(f.claim_some("q")?.id, due, "the due job goes before a delayed one");
@@ -330,7 +331,7 @@ fn delayed_not_early(spec: &Arc<Spec>) -> Check {
 fn claim_fields(spec: &Arc<Spec>) -> Check {
     let mut f = F::new(spec)?;
     let id = f.add(NewJob::new("q", b"payload".to_vec()).priority(3).max_attempts(4))?;
-    let c = f.claim("q", 30_000)?.ok_or("nothing claimed")?;
+    let c = f.claim("q", ms(30_000))?.ok_or("nothing claimed")?;
     ensure_eq!((c.id, c.attempt, c.priority, c.max_attempts), (id, 1, 3, 4), "first claim");
     ensure_eq!(
         (c.payload.as_slice(), c.run_at, c.lease_until),
@@ -348,10 +349,10 @@ fn claim_fields(spec: &Arc<Spec>) -> Check {
         (State::Running, 1, Some(T0 + 30_000)),
         "stored claim"
     );
-    ensure!(f.claim("q", 1_000)?.is_none(), "a running job was claimed again");
+    ensure!(f.claim("q", ms(1_000))?.is_none(), "a running job was claimed again");
     f.set(T0 + 10);
     ensure_eq!(
-        f.file.fail(id, &c.token, "try again", Retry::After(0)).ctx("fail")?,
+        f.file.fail(id, &c.token, "try again", Retry::After(ms(0))).ctx("fail")?,
         Failed::Ready { run_at: T0 + 10 },
         "fail with retry 0"
     );
@@ -367,7 +368,7 @@ fn holder_steps(spec: &Arc<Spec>) -> Check {
     let mut held = Vec::new();
     for n in 0..5u8 {
         f.add(NewJob::new("q", vec![n]))?;
-        held.push(f.claim("q", 1_000)?.ok_or("nothing claimed")?);
+        held.push(f.claim("q", ms(1_000))?.ok_or("nothing claimed")?);
     }
     // a token that is not the job's is refused, and changes nothing
     for c in &held {
@@ -375,7 +376,7 @@ fn holder_steps(spec: &Arc<Spec>) -> Check {
         lease_lost(f.file.finish(c.id, wrong, false), "finish (delete) with a wrong token")?;
         lease_lost(f.file.finish(c.id, wrong, true), "finish (keep) with a wrong token")?;
         lease_lost(f.file.fail(c.id, wrong, "x", Retry::Backoff), "fail with a wrong token")?;
-        lease_lost(f.file.renew(c.id, wrong, 99_000), "renew with a wrong token")?;
+        lease_lost(f.file.renew(c.id, wrong, ms(99_000)), "renew with a wrong token")?;
         lease_lost(f.file.release(c.id, wrong), "release with a wrong token")?;
         ensure_eq!(f.job(c.id)?, before, "a job after steps with a wrong token");
     }
@@ -389,7 +390,7 @@ fn holder_steps(spec: &Arc<Spec>) -> Check {
     let failed = f.file.fail(held[2].id, &held[2].token, "x", Retry::Backoff).ctx("fail")?;
     ensure!(matches!(failed, Failed::Ready { .. }), "fail gave {failed:?}");
     ensure_eq!(
-        f.file.renew(held[3].id, &held[3].token, 7_000).ctx("renew")?,
+        f.file.renew(held[3].id, &held[3].token, ms(7_000)).ctx("renew")?,
         T0 + 12_000,
         "renewed lease_until"
     );
@@ -402,19 +403,19 @@ fn holder_steps(spec: &Arc<Spec>) -> Check {
         }
         lease_lost(f.file.finish(c.id, &c.token, false), "a second finish")?;
         lease_lost(f.file.fail(c.id, &c.token, "x", Retry::Never), "fail after the job was given back")?;
-        lease_lost(f.file.renew(c.id, &c.token, 1_000), "renew after the job was given back")?;
+        lease_lost(f.file.renew(c.id, &c.token, ms(1_000)), "renew after the job was given back")?;
         lease_lost(f.file.release(c.id, &c.token), "release after the job was given back")?;
     }
     // after the job was deleted
     f.file.delete(held[3].id).ctx("delete")?;
-    lease_lost(f.file.renew(held[3].id, &held[3].token, 1_000), "renew of a deleted job")?;
+    lease_lost(f.file.renew(held[3].id, &held[3].token, ms(1_000)), "renew of a deleted job")?;
     lease_lost(f.file.finish(held[3].id, &held[3].token, true), "finish of a deleted job")?;
 
     // after the lease ran out, the job was reaped and claimed again
     let id = f.add(NewJob::new("r", b"r".to_vec()))?;
-    let old = f.claim("r", 100)?.ok_or("nothing claimed")?;
+    let old = f.claim("r", ms(100))?.ok_or("nothing claimed")?;
     f.set(T0 + 5_100);
-    ensure!(f.claim("r", 100)?.is_none(), "a reaped job was claimed before its backoff");
+    ensure!(f.claim("r", ms(100))?.is_none(), "a reaped job was claimed before its backoff");
     ensure_eq!(f.job(id)?.state, State::Ready, "a job whose lease ran out, after a claim");
     f.set(f.job(id)?.run_at);
     let new = f.claim_some("r")?;
@@ -422,8 +423,8 @@ fn holder_steps(spec: &Arc<Spec>) -> Check {
     let before = f.job(id)?;
     lease_lost(f.file.finish(id, &old.token, false), "finish by the reaped holder")?;
     lease_lost(f.file.finish(id, &old.token, true), "finish (keep) by the reaped holder")?;
-    lease_lost(f.file.fail(id, &old.token, "x", Retry::After(0)), "fail by the reaped holder")?;
-    lease_lost(f.file.renew(id, &old.token, 1_000), "renew by the reaped holder")?;
+    lease_lost(f.file.fail(id, &old.token, "x", Retry::After(ms(0))), "fail by the reaped holder")?;
+    lease_lost(f.file.renew(id, &old.token, ms(1_000)), "renew by the reaped holder")?;
     lease_lost(f.file.release(id, &old.token), "release by the reaped holder")?;
     ensure_eq!(f.job(id)?, before, "the job after the reaped holder's steps");
     f.file.finish(id, &new.token, false).ctx("finish by the new holder")?;
@@ -436,7 +437,7 @@ fn backoff(spec: &Arc<Spec>) -> Check {
     for attempt in 1..=12 {
         let c = f.claim_some("q")?;
         ensure_eq!(c.attempt, attempt, "attempt");
-        f.clock.advance(7);
+        f.clock.advance(ms(7));
         let now = f.now();
         let error = format!("failure {attempt}");
         let Failed::Ready { run_at } = f.file.fail(id, &c.token, &error, Retry::Backoff).ctx("fail")? else {
@@ -454,14 +455,14 @@ fn backoff(spec: &Arc<Spec>) -> Check {
     let c = f.claim_some("q")?;
     let now = f.now();
     ensure_eq!(
-        f.file.fail(id, &c.token, "later", Retry::After(1_234)).ctx("fail")?,
+        f.file.fail(id, &c.token, "later", Retry::After(ms(1_234))).ctx("fail")?,
         Failed::Ready { run_at: now + 1_234 },
         "fail with a retry after 1234 ms"
     );
     f.set(now + 1_234);
     let c = f.claim_some("q")?;
     let run_at = f.job(id)?.run_at;
-    f.clock.advance(3);
+    f.clock.advance(ms(3));
     ensure_eq!(f.file.fail(id, &c.token, "never", Retry::Never).ctx("fail")?, Failed::Dead, "fail for good");
     let job = f.job(id)?;
     ensure_eq!((job.state, job.run_at, job.attempts), (State::Dead, run_at, 14), "a job failed for good");
@@ -473,13 +474,13 @@ fn dead_after_max_attempts(spec: &Arc<Spec>) -> Check {
     let id = f.add(NewJob::new("q", b"x".to_vec()).max_attempts(3))?;
     for attempt in 1..=2 {
         let c = f.claim_some("q")?;
-        let failed = f.file.fail(id, &c.token, "again", Retry::After(0)).ctx("fail")?;
+        let failed = f.file.fail(id, &c.token, "again", Retry::After(ms(0))).ctx("fail")?;
         ensure_eq!(failed, Failed::Ready { run_at: f.now() }, format!("fail on attempt {attempt} of 3"));
     }
     let c = f.claim_some("q")?;
     ensure_eq!(c.attempt, 3, "last attempt");
     ensure_eq!(
-        f.file.fail(id, &c.token, "last", Retry::After(0)).ctx("fail")?,
+        f.file.fail(id, &c.token, "last", Retry::After(ms(0))).ctx("fail")?,
         Failed::Dead,
         "fail on the last attempt"
     );
@@ -489,19 +490,19 @@ fn dead_after_max_attempts(spec: &Arc<Spec>) -> Check {
         (State::Dead, 3, Some("last")),
         "dead job"
     );
-    ensure!(f.claim("q", 1_000)?.is_none(), "a dead job was claimed");
+    ensure!(f.claim("q", ms(1_000))?.is_none(), "a dead job was claimed");
     f.done()
 }
 
 fn reaping(spec: &Arc<Spec>) -> Check {
     let mut f = F::new(spec)?;
     let id = f.add(NewJob::new("q", b"x".to_vec()).max_attempts(2))?;
-    let c = f.claim("q", 1_000)?.ok_or("nothing claimed")?;
+    let c = f.claim("q", ms(1_000))?.ok_or("nothing claimed")?;
     f.set(T0 + 999);
-    ensure!(f.claim("other", 1_000)?.is_none(), "claimed from an empty queue");
+    ensure!(f.claim("other", ms(1_000))?.is_none(), "claimed from an empty queue");
     ensure_eq!(f.job(id)?.state, State::Running, "a job reaped before its lease ran out");
     f.set(T0 + 1_000);
-    ensure!(f.claim("other", 1_000)?.is_none(), "claimed from an empty queue");
+    ensure!(f.claim("other", ms(1_000))?.is_none(), "claimed from an empty queue");
     let job = f.job(id)?;
     ensure_eq!((job.state, job.attempts, job.lease_until), (State::Ready, 1, None), "a reaped job");
     ensure_eq!(f.token_of(id)?, None, "a reaped job's token");
@@ -514,10 +515,10 @@ fn reaping(spec: &Arc<Spec>) -> Check {
     lease_lost(f.file.finish(id, &c.token, false), "finish by the reaped holder")?;
 
     f.set(job.run_at);
-    let c = f.claim("q", 1_000)?.ok_or("the reaped job was not claimed at its run_at")?;
+    let c = f.claim("q", ms(1_000))?.ok_or("the reaped job was not claimed at its run_at")?;
     ensure_eq!(c.attempt, 2, "the attempt after a reap");
     f.set(c.lease_until);
-    ensure!(f.claim("other", 1_000)?.is_none(), "claimed from an empty queue");
+    ensure!(f.claim("other", ms(1_000))?.is_none(), "claimed from an empty queue");
     let dead = f.job(id)?;
     ensure_eq!(
         (dead.state, dead.attempts, dead.lease_until),
@@ -530,12 +531,12 @@ fn reaping(spec: &Arc<Spec>) -> Check {
 
     // a renewed lease is not reaped
     let id = f.add(NewJob::new("r", b"r".to_vec()))?;
-    let c = f.claim("r", 1_000)?.ok_or("nothing claimed")?;
+    let c = f.claim("r", ms(1_000))?.ok_or("nothing claimed")?;
     let start = f.now();
     f.set(start + 900);
-    ensure_eq!(f.file.renew(id, &c.token, 1_000).ctx("renew")?, start + 1_900, "renew");
+    ensure_eq!(f.file.renew(id, &c.token, ms(1_000)).ctx("renew")?, start + 1_900, "renew");
     f.set(start + 1_500);
-    ensure!(f.claim("other", 1_000)?.is_none(), "claimed from an empty queue");
+    ensure!(f.claim("other", ms(1_000))?.is_none(), "claimed from an empty queue");
     ensure_eq!(f.job(id)?.state, State::Running, "a renewed job after its first lease");
     f.file.finish(id, &c.token, false).ctx("finish")?;
     f.done()
@@ -557,7 +558,7 @@ fn release(spec: &Arc<Spec>) -> Check {
     );
     let c = f.claim_some("q")?;
     ensure_eq!((c.id, c.attempt), (first, 1), "the released job, claimed again");
-    f.file.fail(first, &c.token, "once", Retry::After(0)).ctx("fail")?;
+    f.file.fail(first, &c.token, "once", Retry::After(ms(0))).ctx("fail")?;
     f.set(T0 + 6);
     let c = f.claim_some("q")?;
     ensure_eq!(c.id, second, "claim");
@@ -568,7 +569,7 @@ fn release(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.job(first)?.attempts, 1, "attempts after releasing the second attempt");
     let c = f.claim_some("q")?;
     ensure_eq!(c.attempt, 2, "the attempt after a release");
-    let failed = f.file.fail(first, &c.token, "x", Retry::After(0)).ctx("fail")?;
+    let failed = f.file.fail(first, &c.token, "x", Retry::After(ms(0))).ctx("fail")?;
     ensure_eq!(failed, Failed::Dead, "failing the last attempt");
     f.done()
 }
@@ -579,7 +580,7 @@ fn retry(spec: &Arc<Spec>) -> Check {
     let q2 = f.make_dead("q")?;
     let r1 = f.make_dead("r")?;
     let done = f.make_done("r")?;
-    let ready = f.add(NewJob::new("q", b"ready".to_vec()).delay_ms(100_000))?;
+    let ready = f.add(NewJob::new("q", b"ready".to_vec()).delay(ms(100_000)))?;
     f.set(T0 + 3);
     f.file.retry(q1).ctx("retry")?;
     let job = f.job(q1)?;
@@ -624,7 +625,7 @@ fn purge_and_delete(spec: &Arc<Spec>) -> Check {
     let done_q = f.make_done("q")?;
     let done_r = f.make_done("r")?;
     let ready = f.add(NewJob::new("q", b"ready".to_vec()))?;
-    let delayed = f.add(NewJob::new("q", b"delayed".to_vec()).delay_ms(1_000))?;
+    let delayed = f.add(NewJob::new("q", b"delayed".to_vec()).delay(ms(1_000)))?;
     let running = f.add(NewJob::new("r", b"running".to_vec()))?;
     let c = f.claim_some("r")?;
     ensure_eq!(c.id, running, "claim");
@@ -663,7 +664,7 @@ fn stats(spec: &Arc<Spec>) -> Check {
         f.add(NewJob::new("a", vec![n]))?;
     }
     for n in 0..7 {
-        let lease = if n < 4 { 100 } else { 100_000 };
+        let lease = ms(if n < 4 { 100 } else { 100_000 });
         f.claim("a", lease)?.ok_or("nothing claimed")?;
     }
     f.add(NewJob::new("a", b"ready".to_vec()).run_at(T0 - 3))?;
@@ -756,7 +757,7 @@ fn add_batch(spec: &Arc<Spec>) -> Check {
         .file
         .add_batch(&[
             NewJob::new("q", b"a".to_vec()).priority(-7).max_attempts(2).run_at(T0 - 9),
-            NewJob::new("r", b"b".to_vec()).delay_ms(5),
+            NewJob::new("r", b"b".to_vec()).delay(ms(5)),
         ])
         .ctx("add_batch")?;
     ensure_eq!(ids.len(), 2, "ids of a batch");
@@ -1003,6 +1004,125 @@ fn an_edited_format_md_is_loaded_and_caught() {
         ("```sql release\n", "```sql example\n", "a missing statement"),
         ("```sql release\n", "```sql renew\n", "a statement given twice"),
         ("```sql release\n", "```sql give_back\n", "an unknown statement"),
+    ] {
+        let edited = page.replacen(from, to, 1);
+        assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");
+        assert!(matches!(Spec::from_markdown(&edited), Err(Error::Spec(_))), "{why} was accepted");
+    }
+}
+
+// ---------------------------------------------------------------- invariants
+
+/// For each invariant of FORMAT.md §7, by name, an edit that breaks it on
+/// a good file (and breaks no other).
+const BROKEN: &[(&str, &str)] = &[
+    // An index whose stored rows no longer match its definition: the
+    // schema now says the partial index holds dead jobs, and it holds the
+    // ready ones.
+    (
+        "integrity",
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_master SET sql = replace(sql, 'WHERE state = ''ready''', 'WHERE state = ''dead''')
+         WHERE name = 'ukue_jobs_next';
+         PRAGMA writable_schema = OFF;",
+    ),
+    ("lease_only_while_running", "UPDATE ukue_jobs SET token = 'x' WHERE state = 'dead'"),
+    ("running_holds_lease", "UPDATE ukue_jobs SET lease_until = NULL WHERE state = 'running'"),
+    ("attempts_in_range", "UPDATE ukue_jobs SET attempts = max_attempts + 1 WHERE state = 'done'"),
+    // One below the largest id: the least that breaks it.
+    (
+        "ids_not_reused",
+        "UPDATE sqlite_sequence SET seq = (SELECT max(id) FROM ukue_jobs) - 1 WHERE name = 'ukue_jobs'",
+    ),
+];
+
+/// A file with a job in each state, and one deleted (so the largest id is
+/// not the sequence's by chance).
+fn good_file(tmp: &TempPath) -> Check {
+    let mut f = F::new(&Spec::builtin())?;
+    f.make_dead("q")?;
+    f.make_done("q")?;
+    f.add(NewJob::new("q", b"ready".to_vec()))?;
+    f.claim_some("q")?;
+    f.add(NewJob::new("q", b"ready".to_vec()))?;
+    f.add(NewJob::new("q", b"delayed".to_vec()).run_at(T0 + 60_000))?;
+    let gone = f.add(NewJob::new("q", b"deleted".to_vec()).run_at(T0 + 120_000))?;
+    f.file.delete(gone).ctx("delete")?;
+    drop(f.file);
+    std::fs::copy(&f.tmp.path, &tmp.path).ctx("copy the file")?;
+    Ok(())
+}
+
+/// The invariants of `spec` pass a good file, and each catches the file
+/// that breaks it; every invariant of the page has such a file.
+fn invariant_suite(spec: &Spec) -> Check {
+    let names: Vec<&str> = spec.invariants().iter().map(|i| i.name.as_str()).collect();
+    for name in &names {
+        ensure!(BROKEN.iter().any(|(n, _)| n == name), "invariant `{name}` has no file that breaks it here");
+    }
+    let good = TempPath::new("good.ukue");
+    good_file(&good)?;
+    let conn = Connection::open(&good.path).ctx("open the good file")?;
+    check_invariants_of(spec, &conn).map_err(|e| format!("the good file breaks an invariant: {e}"))?;
+    drop(conn);
+    for (name, edit) in BROKEN {
+        ensure!(names.contains(name), "FORMAT.md has no invariant `{name}`");
+        let broken = TempPath::new("broken.ukue");
+        std::fs::copy(&good.path, &broken.path).ctx("copy")?;
+        Connection::open(&broken.path).ctx("open")?.execute_batch(edit).ctx(edit)?;
+        // A new connection, which reads the edited schema.
+        let conn = Connection::open(&broken.path).ctx("reopen")?;
+        for invariant in spec.invariants() {
+            let rows = invariant.violations(&conn).ctx(&invariant.name)?;
+            if invariant.name == *name {
+                ensure!(!rows.is_empty(), "invariant `{name}` does not catch {edit:?}");
+            } else {
+                ensure!(
+                    rows.is_empty(),
+                    "invariant `{}` catches {edit:?}, meant for `{name}`",
+                    invariant.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn each_invariant_catches_the_file_that_breaks_it() {
+    if let Err(e) = invariant_suite(&Spec::builtin()) {
+        panic!("FORMAT.md §7: {e}");
+    }
+}
+
+#[test]
+fn an_edited_invariant_is_caught() {
+    let page = ukue::spec::FORMAT_MD;
+    for (from, to) in [
+        ("WHERE integrity_check <> 'ok'", "WHERE integrity_check = 'ok'"),
+        ("WHERE state <> 'running' AND (token IS NOT NULL OR", "WHERE state <> 'running' AND ("),
+        (
+            "WHERE state = 'running' AND (token IS NULL OR lease_until IS NULL)",
+            "WHERE state = 'running' AND token IS NULL",
+        ),
+        ("attempts > max_attempts", "attempts > max_attempts + 1"),
+        ("HAVING max(id) > coalesce(", "HAVING max(id) > 1 + coalesce("),
+        ("```sql invariant running_holds_lease", "```sql example"),
+    ] {
+        let edited = page.replacen(from, to, 1);
+        assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");
+        match Spec::from_markdown(&edited) {
+            Err(Error::Spec(e)) => println!("the edit {from:?} -> {to:?} is refused: {e}"),
+            Err(e) => panic!("the edit {from:?} -> {to:?}: {e}"),
+            Ok(spec) => match invariant_suite(&spec) {
+                Err(caught) => println!("caught the edit {from:?} -> {to:?}\n    by {caught}"),
+                Ok(()) => panic!("the edit {from:?} -> {to:?} of FORMAT.md §7 is not caught"),
+            },
+        }
+    }
+    for (from, to, why) in [
+        ("```sql invariant ids_not_reused\n", "```sql invariant\n", "an invariant without a name"),
+        ("```sql invariant ids_not_reused\n", "```sql invariant integrity\n", "an invariant given twice"),
     ] {
         let edited = page.replacen(from, to, 1);
         assert_ne!(edited, page, "{from:?} is no longer in FORMAT.md");

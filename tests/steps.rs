@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{assert_invariants, create_manual, query_i64, query_string, TempPath, T0};
+use common::{assert_invariants, create_manual, ms, query_i64, query_string, TempPath, T0};
 use rusqlite::{named_params, Connection};
 use ukue::{
     add_in, Access, Claim, Claimed, Error, Failed, Invalid, Job, JobId, ListFilter, ListState, ManualClock,
@@ -44,7 +44,7 @@ impl Fx {
     }
 
     fn claim(&mut self, queue: &str) -> Option<Claimed> {
-        self.file.claim(queue, 60_000).expect("claim")
+        self.file.claim(queue, ms(60_000)).expect("claim")
     }
 
     fn claim_some(&mut self, queue: &str) -> Claimed {
@@ -52,7 +52,7 @@ impl Fx {
     }
 
     fn claim_next(&mut self, queue: &str) -> Claim {
-        self.file.claim_next(queue, 60_000).expect("claim_next")
+        self.file.claim_next(queue, ms(60_000)).expect("claim_next")
     }
 
     fn count(&self) -> i64 {
@@ -171,7 +171,7 @@ fn add_takes_the_defaults() {
 fn add_stores_priority_attempts_delay_and_run_at() {
     let mut fx = Fx::new();
     let a = fx.add(NewJob::new("q", b"a".to_vec()).priority(7).max_attempts(3));
-    let b = fx.add(NewJob::new("q", b"b".to_vec()).delay_ms(1_500));
+    let b = fx.add(NewJob::new("q", b"b".to_vec()).delay(ms(1_500)));
     let c = fx.add(NewJob::new("q", b"c".to_vec()).run_at(T0 + 99));
     let d = fx.add(NewJob::new("q", b"d".to_vec()).run_at(T0 - 5_000));
     let lo = fx.add(NewJob::new("q", b"e".to_vec()).priority(-100).max_attempts(1));
@@ -206,7 +206,6 @@ fn add_refuses_invalid_jobs_and_stores_nothing() {
         (NewJob::new("q", b"x".to_vec()).priority(-101), Invalid::Priority(-101)),
         (NewJob::new("q", b"x".to_vec()).max_attempts(0), Invalid::MaxAttempts(0)),
         (NewJob::new("q", b"x".to_vec()).max_attempts(-3), Invalid::MaxAttempts(-3)),
-        (NewJob::new("q", b"x".to_vec()).delay_ms(-1), Invalid::Delay(-1)),
     ];
     for (job, expected) in &cases {
         match fx.file.add(job) {
@@ -227,17 +226,15 @@ fn add_refuses_invalid_jobs_and_stores_nothing() {
 fn steps_refuse_invalid_arguments() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()));
-    assert!(matches!(fx.file.claim("q", 0), Err(Error::Invalid(Invalid::Lease(0)))));
-    assert!(matches!(fx.file.claim("q", -5), Err(Error::Invalid(Invalid::Lease(-5)))));
-    assert!(matches!(fx.file.claim_next("", 1_000), Err(Error::Invalid(Invalid::QueueLength(0)))));
-    assert!(matches!(fx.file.claim("a\0", 1_000), Err(Error::Invalid(Invalid::QueueNul))));
+    assert!(matches!(fx.file.claim("q", ms(0)), Err(Error::Invalid(Invalid::Lease(d))) if d.is_zero()));
+    // the file holds whole milliseconds: less than one is no lease
+    let short = std::time::Duration::from_micros(999);
+    assert!(matches!(fx.file.claim("q", short), Err(Error::Invalid(Invalid::Lease(d))) if d == short));
+    assert!(matches!(fx.file.claim_next("", ms(1_000)), Err(Error::Invalid(Invalid::QueueLength(0)))));
+    assert!(matches!(fx.file.claim("a\0", ms(1_000)), Err(Error::Invalid(Invalid::QueueNul))));
     assert_eq!(fx.job(id).state, State::Ready, "a refused claim takes nothing");
     let c = fx.claim_some("q");
-    assert!(matches!(fx.file.renew(c.id, &c.token, 0), Err(Error::Invalid(Invalid::Lease(0)))));
-    assert!(matches!(
-        fx.file.fail(c.id, &c.token, "e", Retry::After(-1)),
-        Err(Error::Invalid(Invalid::Delay(-1)))
-    ));
+    assert!(matches!(fx.file.renew(c.id, &c.token, short), Err(Error::Invalid(Invalid::Lease(_)))));
     let job = fx.job(id);
     assert_eq!((job.state, job.lease_until), (State::Running, Some(c.lease_until)));
     fx.file.finish(c.id, &c.token, false).expect("the holder still holds it");
@@ -309,8 +306,8 @@ fn claim_order_is_priority_then_run_at_then_id() {
 fn delayed_jobs_wait_for_their_run_at() {
     let mut fx = Fx::new();
     assert_eq!(fx.claim_next("q"), Claim::Empty { next_due: None });
-    let id = fx.add(NewJob::new("q", b"later".to_vec()).delay_ms(5_000));
-    let later = fx.add(NewJob::new("q", b"even later".to_vec()).delay_ms(9_000));
+    let id = fx.add(NewJob::new("q", b"later".to_vec()).delay(ms(5_000)));
+    let later = fx.add(NewJob::new("q", b"even later".to_vec()).delay(ms(9_000)));
     assert_eq!(fx.claim_next("q"), Claim::Empty { next_due: Some(T0 + 5_000) });
     fx.set(T0 + 4_999);
     assert_eq!(fx.claim_next("q"), Claim::Empty { next_due: Some(T0 + 5_000) });
@@ -328,7 +325,7 @@ fn delayed_jobs_wait_for_their_run_at() {
 
     // A delayed job of higher priority does not jump ahead of a due one.
     let mut fx = Fx::new();
-    let soon = fx.add(NewJob::new("q", b"soon".to_vec()).priority(50).delay_ms(1));
+    let soon = fx.add(NewJob::new("q", b"soon".to_vec()).priority(50).delay(ms(1)));
     let due = fx.add(NewJob::new("q", b"due".to_vec()).priority(-50));
     assert_eq!(fx.claim_some("q").id, due);
     assert!(fx.claim("q").is_none());
@@ -344,7 +341,7 @@ fn is_token(token: &str) -> bool {
 fn claim_counts_attempts_and_hands_out_fresh_tokens() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"payload".to_vec()).priority(3).max_attempts(4));
-    let first = fx.file.claim("q", 30_000).expect("claim").expect("a job");
+    let first = fx.file.claim("q", ms(30_000)).expect("claim").expect("a job");
     assert_eq!(first.id, id);
     assert_eq!(first.attempt, 1);
     assert_eq!(first.queue, "q");
@@ -361,7 +358,7 @@ fn claim_counts_attempts_and_hands_out_fresh_tokens() {
 
     fx.set(T0 + 10);
     assert_eq!(
-        fx.file.fail(id, &first.token, "try again", Retry::After(0)).expect("fail"),
+        fx.file.fail(id, &first.token, "try again", Retry::After(ms(0))).expect("fail"),
         Failed::Ready { run_at: T0 + 10 }
     );
     let second = fx.claim_some("q");
@@ -415,7 +412,7 @@ fn all_refused(fx: &mut Fx, id: JobId, token: &str) {
     lease_lost(fx.file.finish(id, token, true), id);
     lease_lost(fx.file.fail(id, token, "stale", Retry::Backoff), id);
     lease_lost(fx.file.fail(id, token, "stale", Retry::Never), id);
-    lease_lost(fx.file.renew(id, token, 1_000_000), id);
+    lease_lost(fx.file.renew(id, token, ms(1_000_000)), id);
     lease_lost(fx.file.release(id, token), id);
     assert_eq!(fx.file.get(id).expect("get"), before, "a refused step changed the job");
 }
@@ -424,7 +421,7 @@ fn all_refused(fx: &mut Fx, id: JobId, token: &str) {
 fn stale_tokens_are_refused() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()));
-    let old = fx.file.claim("q", 1_000).expect("claim").expect("job");
+    let old = fx.file.claim("q", ms(1_000)).expect("claim").expect("job");
 
     // a token that was never handed out
     all_refused(&mut fx, id, "00000000000000000000000000000000");
@@ -434,7 +431,7 @@ fn stale_tokens_are_refused() {
     }
     // the right token on the wrong id
     let other = fx.add(NewJob::new("r", b"y".to_vec()));
-    let other_claim = fx.file.claim("r", 1_000).expect("claim").expect("job");
+    let other_claim = fx.file.claim("r", ms(1_000)).expect("claim").expect("job");
     assert_eq!(other_claim.id, other);
     all_refused(&mut fx, other, &old.token);
     all_refused(&mut fx, 9_999, &old.token);
@@ -448,7 +445,7 @@ fn stale_tokens_are_refused() {
     let new = fx.claim_some("q");
     assert_eq!((new.id, new.attempt), (id, 2));
     all_refused(&mut fx, id, &old.token);
-    assert_eq!(fx.file.renew(id, &new.token, 5_000).expect("new holder renews"), fx.now() + 5_000);
+    assert_eq!(fx.file.renew(id, &new.token, ms(5_000)).expect("new holder renews"), fx.now() + 5_000);
 
     // after the job was deleted
     fx.file.delete(id).expect("delete");
@@ -465,7 +462,7 @@ fn fail_backs_off_exponentially_up_to_an_hour() {
     for attempt in 1..=29 {
         let c = fx.claim_some("q");
         assert_eq!((c.id, c.attempt), (id, attempt));
-        fx.clock.advance(123);
+        fx.clock.advance(ms(123));
         let now = fx.now();
         let error = format!("failure {attempt}");
         let Failed::Ready { run_at } = fx.file.fail(id, &c.token, &error, Retry::Backoff).expect("fail")
@@ -499,7 +496,7 @@ fn fail_retry_after_never_and_last_attempt() {
     let c = fx.claim_some("q");
     fx.set(T0 + 40);
     assert_eq!(
-        fx.file.fail(id, &c.token, "wait", Retry::After(1_234)).expect("fail"),
+        fx.file.fail(id, &c.token, "wait", Retry::After(ms(1_234))).expect("fail"),
         Failed::Ready { run_at: T0 + 40 + 1_234 }
     );
     assert_eq!(fx.job(id).run_at, T0 + 40 + 1_234);
@@ -507,13 +504,16 @@ fn fail_retry_after_never_and_last_attempt() {
     let c = fx.claim_some("q");
     assert_eq!(c.attempt, 2);
     assert_eq!(
-        fx.file.fail(id, &c.token, "at once", Retry::After(0)).expect("fail"),
+        fx.file.fail(id, &c.token, "at once", Retry::After(ms(0))).expect("fail"),
         Failed::Ready { run_at: fx.now() }
     );
     let c = fx.claim_some("q");
     assert_eq!(c.attempt, 3);
     // the last attempt goes dead even when the caller asks for a retry
-    assert_eq!(fx.file.fail(id, &c.token, "out of attempts", Retry::After(5)).expect("fail"), Failed::Dead);
+    assert_eq!(
+        fx.file.fail(id, &c.token, "out of attempts", Retry::After(ms(5))).expect("fail"),
+        Failed::Dead
+    );
     let job = fx.job(id);
     assert_eq!((job.state, job.attempts), (State::Dead, 3));
     assert_eq!(job.run_at, T0 + 40 + 1_234, "a dead job keeps its run_at");
@@ -523,7 +523,7 @@ fn fail_retry_after_never_and_last_attempt() {
     let added_at = fx.now();
     let id = fx.add(NewJob::new("q", b"y".to_vec()));
     let c = fx.claim_some("q");
-    fx.clock.advance(10);
+    fx.clock.advance(ms(10));
     assert_eq!(fx.file.fail(id, &c.token, "permanent", Retry::Never).expect("fail"), Failed::Dead);
     let job = fx.job(id);
     assert_eq!((job.state, job.attempts, job.max_attempts), (State::Dead, 1, 10));
@@ -538,7 +538,7 @@ fn fail_retry_after_never_and_last_attempt() {
 fn a_claim_of_any_queue_reaps_expired_leases() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()).max_attempts(3));
-    let c = fx.file.claim("q", 1_000).expect("claim").expect("job");
+    let c = fx.file.claim("q", ms(1_000)).expect("claim").expect("job");
     assert_eq!(c.lease_until, T0 + 1_000);
 
     fx.set(T0 + 999);
@@ -562,7 +562,7 @@ fn a_claim_of_any_queue_reaps_expired_leases() {
     lease_lost(fx.file.finish(id, &c.token, false), id);
 
     fx.set(job.run_at);
-    let c = fx.file.claim("q", 1_000).expect("claim").expect("job");
+    let c = fx.file.claim("q", ms(1_000)).expect("claim").expect("job");
     assert_eq!(c.attempt, 2);
     assert!(c.last_error.as_deref().is_some_and(|e| e.contains("lease expired")));
     fx.set(c.lease_until + 5);
@@ -572,7 +572,7 @@ fn a_claim_of_any_queue_reaps_expired_leases() {
     assert_backoff(job.run_at, c.lease_until + 5, 2);
 
     fx.set(job.run_at);
-    let c = fx.file.claim("q", 1_000).expect("claim").expect("job");
+    let c = fx.file.claim("q", ms(1_000)).expect("claim").expect("job");
     assert_eq!(c.attempt, 3);
     fx.set(c.lease_until);
     assert!(fx.claim("other").is_none());
@@ -589,7 +589,7 @@ fn reaping_a_single_attempt_job_kills_it() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()).max_attempts(1));
     let keep = fx.add(NewJob::new("q", b"y".to_vec()).max_attempts(1));
-    let c = fx.file.claim("q", 10).expect("claim").expect("job");
+    let c = fx.file.claim("q", ms(10)).expect("claim").expect("job");
     assert_eq!(c.id, id);
     fx.set(T0 + 10);
     // the same queue's claim reaps first, then takes the other job
@@ -606,14 +606,14 @@ fn an_expired_holder_nobody_reaped_still_holds_the_job() {
     let a = fx.add(NewJob::new("q", b"a".to_vec()));
     let b = fx.add(NewJob::new("q", b"b".to_vec()));
     let c = fx.add(NewJob::new("q", b"c".to_vec()));
-    let ca = fx.file.claim("q", 1_000).expect("claim").expect("a");
-    let cb = fx.file.claim("q", 1_000).expect("claim").expect("b");
-    let cc = fx.file.claim("q", 1_000).expect("claim").expect("c");
+    let ca = fx.file.claim("q", ms(1_000)).expect("claim").expect("a");
+    let cb = fx.file.claim("q", ms(1_000)).expect("claim").expect("b");
+    let cc = fx.file.claim("q", ms(1_000)).expect("claim").expect("c");
     assert_eq!((ca.id, cb.id, cc.id), (a, b, c));
     fx.set(T0 + 50_000);
     fx.file.finish(a, &ca.token, false).expect("finish after the lease ran out");
     assert_eq!(fx.file.get(a).expect("get"), None);
-    assert_eq!(fx.file.renew(b, &cb.token, 1_000).expect("renew after the lease ran out"), T0 + 51_000);
+    assert_eq!(fx.file.renew(b, &cb.token, ms(1_000)).expect("renew after the lease ran out"), T0 + 51_000);
     fx.file.release(c, &cc.token).expect("release after the lease ran out");
     assert_eq!(fx.job(c).attempts, 0);
     // b's renewed lease now protects it from a claim's reaping
@@ -627,9 +627,9 @@ fn an_expired_holder_nobody_reaped_still_holds_the_job() {
 fn renew_extends_the_lease_and_prevents_reaping() {
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()));
-    let c = fx.file.claim("q", 1_000).expect("claim").expect("job");
+    let c = fx.file.claim("q", ms(1_000)).expect("claim").expect("job");
     fx.set(T0 + 900);
-    assert_eq!(fx.file.renew(id, &c.token, 1_000).expect("renew"), T0 + 1_900);
+    assert_eq!(fx.file.renew(id, &c.token, ms(1_000)).expect("renew"), T0 + 1_900);
     let job = fx.job(id);
     assert_eq!((job.lease_until, job.updated_at, job.attempts), (Some(T0 + 1_900), T0 + 900, 1));
     fx.set(T0 + 1_500);
@@ -637,11 +637,11 @@ fn renew_extends_the_lease_and_prevents_reaping() {
     assert_eq!(fx.job(id).state, State::Running);
     assert_eq!(fx.token_of(id).as_deref(), Some(c.token.as_str()));
     // a renew may also shorten the lease: it is always now + lease
-    assert_eq!(fx.file.renew(id, &c.token, 1).expect("renew"), T0 + 1_501);
+    assert_eq!(fx.file.renew(id, &c.token, ms(1)).expect("renew"), T0 + 1_501);
     fx.set(T0 + 1_501);
     assert!(fx.claim("other").is_none());
     assert_eq!(fx.job(id).state, State::Ready, "reaped at the renewed lease_until");
-    lease_lost(fx.file.renew(id, &c.token, 1_000), id);
+    lease_lost(fx.file.renew(id, &c.token, ms(1_000)), id);
 }
 
 #[test]
@@ -650,23 +650,26 @@ fn durations_past_the_largest_time_are_refused() {
     // made the job unreadable and wedged its queue's claims.
     let mut fx = Fx::new();
     let id = fx.add(NewJob::new("q", b"x".to_vec()));
-    assert!(matches!(fx.file.claim("q", Millis::MAX), Err(Error::Invalid(Invalid::TooLong(Millis::MAX)))));
+    let forever = std::time::Duration::MAX;
+    assert!(matches!(fx.file.claim("q", forever), Err(Error::Invalid(Invalid::TooLong(d))) if d == forever));
+    let to_the_end = (Millis::MAX - T0) as u64;
+    assert!(matches!(fx.file.claim("q", ms(to_the_end + 1)), Err(Error::Invalid(Invalid::TooLong(_)))));
     let c = fx.claim_some("q");
     let before = fx.job(id);
-    assert!(matches!(fx.file.renew(id, &c.token, Millis::MAX), Err(Error::Invalid(Invalid::TooLong(_)))));
+    assert!(matches!(fx.file.renew(id, &c.token, forever), Err(Error::Invalid(Invalid::TooLong(_)))));
     assert!(matches!(
-        fx.file.fail(id, &c.token, "e", Retry::After(Millis::MAX - T0 + 1)),
+        fx.file.fail(id, &c.token, "e", Retry::After(ms(to_the_end + 1))),
         Err(Error::Invalid(Invalid::TooLong(_)))
     ));
     assert_eq!(fx.job(id), before, "a refused step changed the job");
     // the largest time itself is fine
-    assert_eq!(fx.file.renew(id, &c.token, Millis::MAX - T0).expect("renew"), Millis::MAX);
+    assert_eq!(fx.file.renew(id, &c.token, ms(to_the_end)).expect("renew"), Millis::MAX);
     assert_eq!(
-        fx.file.fail(id, &c.token, "e", Retry::After(Millis::MAX - T0)).expect("fail"),
+        fx.file.fail(id, &c.token, "e", Retry::After(ms(to_the_end))).expect("fail"),
         Failed::Ready { run_at: Millis::MAX }
     );
     assert_eq!(fx.claim_next("q"), Claim::Empty { next_due: Some(Millis::MAX) });
-    let far = fx.add(NewJob::new("q", b"y".to_vec()).delay_ms(Millis::MAX));
+    let far = fx.add(NewJob::new("q", b"y".to_vec()).delay(forever));
     assert_eq!(fx.job(far).run_at, Millis::MAX, "a delay saturates");
     assert_eq!(
         fx.list(ListFilter { state: Some(ListState::Delayed), ..ListFilter::default() }),
@@ -699,7 +702,7 @@ fn release_gives_back_the_attempt_and_keeps_the_place() {
     // a second attempt released goes back to one counted attempt
     let again = fx.add(NewJob::new("r", b"3".to_vec()).max_attempts(2));
     let c = fx.claim_some("r");
-    fx.file.fail(again, &c.token, "once", Retry::After(0)).expect("fail");
+    fx.file.fail(again, &c.token, "once", Retry::After(ms(0))).expect("fail");
     let c = fx.claim_some("r");
     assert_eq!((c.id, c.attempt), (again, 2));
     fx.file.release(again, &c.token).expect("release");
@@ -740,7 +743,7 @@ fn retry_all_with_and_without_a_queue() {
     let q1 = fx.make_dead("q");
     let q2 = fx.make_dead("q");
     let r1 = fx.make_dead("r");
-    let ready = fx.add(NewJob::new("q", b"ready".to_vec()).delay_ms(100_000));
+    let ready = fx.add(NewJob::new("q", b"ready".to_vec()).delay(ms(100_000)));
     let done = fx.make_done("r");
     fx.set(T0 + 3);
     assert_eq!(fx.file.retry_all(Some("q")).expect("retry_all q"), 2);
@@ -761,7 +764,7 @@ fn retry_all_with_and_without_a_queue() {
 fn delete_takes_a_job_in_any_state() {
     let mut fx = Fx::new();
     let ready = fx.add(NewJob::new("q", b"r".to_vec()));
-    let delayed = fx.add(NewJob::new("q", b"l".to_vec()).delay_ms(60_000));
+    let delayed = fx.add(NewJob::new("q", b"l".to_vec()).delay(ms(60_000)));
     let dead = fx.make_dead("q");
     let done = fx.make_done("q");
     let running = fx.add(NewJob::new("q", b"n".to_vec()));
@@ -787,7 +790,7 @@ fn purge_takes_only_the_given_state() {
     let done_q = fx.make_done("q");
     let done_r = fx.make_done("r");
     let ready = fx.add(NewJob::new("q", b"ready".to_vec()));
-    let delayed = fx.add(NewJob::new("q", b"delayed".to_vec()).delay_ms(1_000));
+    let delayed = fx.add(NewJob::new("q", b"delayed".to_vec()).delay(ms(1_000)));
     let running = fx.add(NewJob::new("r", b"running".to_vec()));
     let c = fx.claim_until("r", running);
 
@@ -887,16 +890,16 @@ fn stats_counts_do_not_overlap() {
         fx.add(NewJob::new("a", vec![n]));
     }
     for _ in 0..4 {
-        fx.file.claim("a", 100).expect("claim").expect("job");
+        fx.file.claim("a", ms(100)).expect("claim").expect("job");
     }
     for _ in 0..3 {
-        fx.file.claim("a", 100_000).expect("claim").expect("job");
+        fx.file.claim("a", ms(100_000)).expect("claim").expect("job");
     }
     let oldest = fx.add(NewJob::new("a", b"ready".to_vec()).run_at(T0 - 3));
     fx.add(NewJob::new("a", b"delayed".to_vec()).run_at(T0 + 200));
     fx.add(NewJob::new("a", b"delayed".to_vec()).run_at(T0 + 300));
     // queue "b": only delayed; queue "0" sorts first
-    fx.add(NewJob::new("b", b"later".to_vec()).delay_ms(1_000));
+    fx.add(NewJob::new("b", b"later".to_vec()).delay(ms(1_000)));
     fx.add(NewJob::new("0", b"x".to_vec()).run_at(T0 + 100));
     fx.set(T0 + 100);
 
@@ -1005,7 +1008,7 @@ fn attach_keeps_the_applications_database() {
     assert_eq!(query_string(conn, "SELECT value FROM ukue_meta WHERE key = 'format_version'"), "1");
     assert_eq!(query_string(conn, "SELECT value FROM ukue_meta WHERE key = 'created_at'"), T0.to_string());
     let id = file.add(&NewJob::new("q", b"x".to_vec())).expect("add");
-    let c = file.claim("q", 1_000).expect("claim").expect("job");
+    let c = file.claim("q", ms(1_000)).expect("claim").expect("job");
     assert_eq!(c.id, id);
     file.finish(c.id, &c.token, true).expect("finish");
     assert_invariants(file.connection());
@@ -1034,7 +1037,7 @@ fn a_new_file_is_stamped_and_in_wal_mode() {
     assert_eq!(query_i64(conn, "PRAGMA application_id"), 1_969_976_677);
     assert_eq!(query_string(conn, "PRAGMA journal_mode"), "wal");
     assert_eq!(query_i64(conn, "PRAGMA synchronous"), 2, "synchronous = FULL");
-    assert_eq!(fx.file.busy_timeout_ms(), 5_000, "FORMAT.md's busy timeout, polled");
+    assert_eq!(fx.file.busy_timeout(), ms(5_000), "FORMAT.md's busy timeout, polled");
     let meta: Vec<(String, String)> = conn
         .prepare("SELECT key, value FROM ukue_meta ORDER BY key")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())

@@ -108,7 +108,7 @@ fn a_handler_that_outlives_its_lease_keeps_the_job() {
     let (_dir, path) = file_with(1);
     let options = WorkerOptions {
         // Renewed every ~330 ms: a loaded 2-core machine keeps that margin.
-        lease: 1_000,
+        lease: ms(1_000),
         keep_done: true,
         poll: Duration::from_millis(10),
         ..WorkerOptions::default()
@@ -126,7 +126,7 @@ fn a_handler_that_outlives_its_lease_keeps_the_job() {
             }
             let mut taken = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                if file.claim("q", 60_000).unwrap().is_some() {
+                if file.claim("q", ms(60_000)).unwrap().is_some() {
                     taken += 1;
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -196,7 +196,7 @@ fn outcomes_become_steps() {
         |job, _| match job.id {
             1 => Outcome::Finish,
             2 => Outcome::Fail { error: "bad input".into(), retry: Retry::Never },
-            _ => Outcome::Fail { error: "later".into(), retry: Retry::After(60_000) },
+            _ => Outcome::Fail { error: "later".into(), retry: Retry::After(ms(60_000)) },
         },
         &path,
         |file| file.stats().unwrap().first().is_some_and(|s| s.done == 1 && s.dead == 1 && s.delayed == 1),
@@ -216,4 +216,8 @@ fn a_bad_file_is_refused_before_anything_starts() {
     let worker = Worker::new(dir.path().join("missing.ukue"), "q", WorkerOptions::default());
     let err = worker.run(&|_: &Claimed, _: &JobControl| Outcome::Finish, &|_| {}).unwrap_err();
     assert!(matches!(err, ukue::Error::Refused(ukue::Refusal::NotFound { .. })), "{err}");
+}
+
+fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
 }

@@ -40,11 +40,6 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(total.round() as u64))
 }
 
-/// Whole milliseconds, for the library.
-pub fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,7 +118,7 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
         job = job.max_attempts(n);
     }
     if let Some(delay) = args.delay {
-        job = job.delay_ms(duration::millis(delay));
+        job = job.delay(delay);
     }
     if let Some(at) = args.at {
         job = job.run_at(at);
@@ -134,7 +134,7 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
 fn work(files: Files, args: WorkArgs) -> Result<()> {
     let options = WorkerOptions {
         concurrency: usize::from(args.concurrency),
-        lease: duration::millis(args.lease),
+        lease: args.lease,
         poll: args.poll,
         grace: args.grace,
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),

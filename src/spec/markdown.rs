@@ -1,13 +1,30 @@
-//! Extracting the named SQL statements from spec/FORMAT.md.
+//! Extracting the named SQL blocks from spec/FORMAT.md.
 //!
 //! This file is compiled twice: into the library, and into build.rs (via
 //! `#[path]`), so that a malformed FORMAT.md fails the build and the
-//! library and the build agree on what a statement block is.
+//! library and the build agree on what a block is.
 
-/// A fenced block whose info string is `sql NAME`.
+/// What a block is, by its info string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// ```` ```sql NAME ````: a statement the reference runs.
+    Statement,
+    /// ```` ```sql example ````: shown, not run by the reference.
+    Example,
+    /// ```` ```sql invariant NAME ````: a query for the rows of a file
+    /// that break invariant NAME (FORMAT.md §7).
+    Invariant,
+}
+
+/// A fenced block whose info string is `sql NAME`, `sql example` or
+/// `sql invariant NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
+    /// What the block is.
+    pub kind: Kind,
+    /// The statement's or invariant's name; [`EXAMPLE`] for an example.
     pub name: String,
+    /// The block's text, trimmed.
     pub sql: String,
     /// 1-based line of the opening fence, for error messages.
     pub line: usize,
@@ -16,10 +33,14 @@ pub struct Block {
 /// The name of blocks that are examples, not statements the reference runs.
 pub const EXAMPLE: &str = "example";
 
+/// The word that marks an invariant's block (`sql invariant NAME`).
+pub const INVARIANT: &str = "invariant";
+
 enum Fence {
     Outside,
-    /// Inside a `sql NAME` block opened on `line`.
+    /// Inside a `sql …` block opened on `line`.
     Sql {
+        kind: Kind,
         name: String,
         line: usize,
         body: Vec<String>,
@@ -28,7 +49,7 @@ enum Fence {
     Other,
 }
 
-/// Every ```` ```sql NAME ```` block of `markdown`, in order, examples included.
+/// Every ```` ```sql … ```` block of `markdown`, in order, examples included.
 pub fn sql_blocks(markdown: &str) -> Result<Vec<Block>, String> {
     let mut blocks = Vec::new();
     let mut fence = Fence::Outside;
@@ -40,17 +61,17 @@ pub fn sql_blocks(markdown: &str) -> Result<Vec<Block>, String> {
             Fence::Outside => Fence::Outside,
             Fence::Other if is_fence => Fence::Outside,
             Fence::Other => Fence::Other,
-            Fence::Sql { name, line, body } if is_fence => {
+            Fence::Sql { kind, name, line, body } if is_fence => {
                 let sql = body.join("\n").trim().to_string();
                 if sql.is_empty() {
                     return Err(format!("FORMAT.md line {line}: sql block `{name}` is empty"));
                 }
-                blocks.push(Block { name, sql, line });
+                blocks.push(Block { kind, name, sql, line });
                 Fence::Outside
             }
-            Fence::Sql { name, line: start, mut body } => {
+            Fence::Sql { kind, name, line: start, mut body } => {
                 body.push(line.to_string());
-                Fence::Sql { name, line: start, body }
+                Fence::Sql { kind, name, line: start, body }
             }
         };
     }
@@ -67,9 +88,20 @@ fn opening(line: &str, number: usize) -> Result<Fence, String> {
     if words.next() != Some("sql") {
         return Ok(Fence::Other);
     }
-    let name = words.next().ok_or_else(|| format!("FORMAT.md line {number}: sql block without a name"))?;
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+    let first = words.next().ok_or_else(|| format!("FORMAT.md line {number}: sql block without a name"))?;
+    let (kind, name) = match first {
+        EXAMPLE => (Kind::Example, first),
+        INVARIANT => (
+            Kind::Invariant,
+            words.next().ok_or_else(|| format!("FORMAT.md line {number}: invariant block without a name"))?,
+        ),
+        _ => (Kind::Statement, first),
+    };
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
         return Err(format!("FORMAT.md line {number}: block name `{name}` is not snake_case"));
     }
-    Ok(Fence::Sql { name: name.to_string(), line: number, body: Vec::new() })
+    if let Some(extra) = words.next() {
+        return Err(format!("FORMAT.md line {number}: `{extra}` after the block's name"));
+    }
+    Ok(Fence::Sql { kind, name: name.to_string(), line: number, body: Vec::new() })
 }

@@ -2,15 +2,20 @@
 //!
 //! FORMAT.md is embedded at build time and every statement the library
 //! runs is looked up here by name; no SQL text lives anywhere else in the
-//! library. [`Spec::from_markdown`] loads another version of the page, so
-//! that tests can check that an edit to FORMAT.md is caught.
+//! library. The page's §7 invariants are here too ([`Spec::invariants`]),
+//! for the tests and the conformance suite to check files with.
+//! [`Spec::from_markdown`] loads another version of the page, so that
+//! tests can check that an edit to FORMAT.md is caught.
 
+mod invariant;
 pub mod markdown;
 mod names;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+pub use invariant::{Invariant, Violation};
+pub use markdown::Kind;
 pub use names::Stmt;
 
 use crate::error::Error;
@@ -23,6 +28,7 @@ pub const FORMAT_MD: &str = include_str!("../../spec/FORMAT.md");
 pub struct Spec {
     sql: BTreeMap<Stmt, String>,
     examples: Vec<String>,
+    invariants: Vec<Invariant>,
 }
 
 impl Spec {
@@ -39,14 +45,29 @@ impl Spec {
     }
 
     /// Parses a FORMAT.md: every statement the reference runs must be
-    /// there exactly once, and no other named statement.
+    /// there exactly once, and no other named statement; each invariant's
+    /// name once.
     pub fn from_markdown(markdown: &str) -> Result<Spec, Error> {
         let mut sql = BTreeMap::new();
         let mut examples = Vec::new();
+        let mut invariants: Vec<Invariant> = Vec::new();
         for block in markdown::sql_blocks(markdown).map_err(Error::Spec)? {
-            if block.name == markdown::EXAMPLE {
-                examples.push(block.sql);
-                continue;
+            match block.kind {
+                Kind::Statement => {}
+                Kind::Example => {
+                    examples.push(block.sql);
+                    continue;
+                }
+                Kind::Invariant => {
+                    if invariants.iter().any(|i| i.name == block.name) {
+                        return Err(Error::Spec(format!(
+                            "FORMAT.md line {}: invariant `{}` is given twice",
+                            block.line, block.name
+                        )));
+                    }
+                    invariants.push(Invariant { name: block.name, sql: block.sql });
+                    continue;
+                }
             }
             let stmt = Stmt::from_name(&block.name).ok_or_else(|| {
                 Error::Spec(format!(
@@ -66,7 +87,10 @@ impl Spec {
         if !missing.is_empty() {
             return Err(Error::Spec(format!("FORMAT.md lacks the statements {}", missing.join(", "))));
         }
-        Ok(Spec { sql, examples })
+        if invariants.is_empty() {
+            return Err(Error::Spec("FORMAT.md has no invariant blocks (§7)".to_string()));
+        }
+        Ok(Spec { sql, examples, invariants })
     }
 
     /// The SQL text of one statement.
@@ -77,6 +101,12 @@ impl Spec {
     /// The `sql example` blocks, which the reference does not run.
     pub fn examples(&self) -> &[String] {
         &self.examples
+    }
+
+    /// The invariants of §7, in the page's order: each a query for the
+    /// rows of a file that break it.
+    pub fn invariants(&self) -> &[Invariant] {
+        &self.invariants
     }
 
     /// Every named statement with its text.

@@ -7,7 +7,7 @@ macro_rules! statements {
     ($($variant:ident = $name:literal,)*) => {
         /// One named SQL statement of spec/FORMAT.md.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Stmt { $($variant,)* }
+        pub enum Stmt { $(#[doc = concat!("The block `sql ", $name, "`.")] $variant,)* }
 
         impl Stmt {
             /// Every statement, in the order of this list.
@@ -75,6 +75,7 @@ impl Stmt {
         Stmt::CreateIndexState,
     ];
 
+    /// The statement whose block is named `name`.
     pub fn from_name(name: &str) -> Option<Stmt> {
         Stmt::ALL.iter().copied().find(|s| s.name() == name)
     }

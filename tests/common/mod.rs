@@ -38,53 +38,27 @@ pub fn create_manual(path: &Path, start: Millis) -> (Ukue, ManualClock) {
     (file, clock)
 }
 
-/// FORMAT.md §7, as far as a program can see it: integrity, the running
-/// state exactly with a token and a lease, attempts in range, and no id
-/// ever handed out twice.
+/// FORMAT.md §7: every `sql invariant` block of the page, each of which
+/// returns the rows that break it.
 pub fn check_invariants(conn: &Connection) -> Result<(), String> {
-    let err = |e: rusqlite::Error| e.to_string();
-    let integrity: Vec<String> = conn
-        .prepare("PRAGMA integrity_check")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(err)?;
-    if integrity != ["ok"] {
-        return Err(format!("integrity_check: {integrity:?}"));
-    }
-    let bad_lease: Vec<(i64, String)> = conn
-        .prepare(
-            "SELECT id, state FROM ukue_jobs
-             WHERE (state = 'running') != (token IS NOT NULL AND lease_until IS NOT NULL)
-                OR (state != 'running' AND (token IS NOT NULL OR lease_until IS NOT NULL))",
-        )
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .map_err(err)?;
-    if !bad_lease.is_empty() {
-        return Err(format!("jobs whose token/lease_until do not match their state: {bad_lease:?}"));
-    }
-    let bad_attempts: Vec<(i64, i64, i64)> = conn
-        .prepare(
-            "SELECT id, attempts, max_attempts FROM ukue_jobs WHERE attempts < 0 OR attempts > max_attempts",
-        )
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-        .map_err(err)?;
-    if !bad_attempts.is_empty() {
-        return Err(format!("jobs with attempts out of range (id, attempts, max): {bad_attempts:?}"));
-    }
-    let (max_id, seq): (Option<i64>, Option<i64>) = conn
-        .query_row(
-            "SELECT (SELECT max(id) FROM ukue_jobs),
-                    (SELECT seq FROM sqlite_sequence WHERE name = 'ukue_jobs')",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .map_err(err)?;
-    if let Some(max_id) = max_id {
-        match seq {
-            Some(seq) if seq >= max_id => {}
-            _ => return Err(format!("sqlite_sequence.seq {seq:?} is below the largest id {max_id}")),
+    check_invariants_of(&Spec::builtin(), conn)
+}
+
+/// Like [`check_invariants`], with the invariants of `spec` (an edited page).
+pub fn check_invariants_of(spec: &Spec, conn: &Connection) -> Result<(), String> {
+    let mut broken = Vec::new();
+    for invariant in spec.invariants() {
+        let rows = invariant.violations(conn).map_err(|e| format!("{}: {e}", invariant.name))?;
+        if !rows.is_empty() {
+            let rows: Vec<String> = rows.iter().map(ToString::to_string).collect();
+            broken.push(format!("{}: {}", invariant.name, rows.join("; ")));
         }
     }
-    Ok(())
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(broken.join("\n"))
+    }
 }
 
 /// Panics with the broken invariant.
@@ -101,4 +75,9 @@ pub fn query_i64(conn: &Connection, sql: &str) -> i64 {
 
 pub fn query_string(conn: &Connection, sql: &str) -> String {
     conn.query_row(sql, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// `n` milliseconds, the unit of the file.
+pub fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use ukue::{Claim, NewJob, Ukue};
 
-use super::load::{checkpoint, LEASE_MS, PAYLOAD, QUEUE};
+use super::load::{checkpoint, LEASE, PAYLOAD, QUEUE};
 
 /// The median and 99th percentile of some samples.
 #[derive(Debug, Clone, Copy)]
@@ -73,13 +73,13 @@ pub fn measure(files: &[(u64, &Path)], samples: usize, rounds: usize) -> Result<
         // The samples of this round: an even share, the rest in the last.
         let share = samples / rounds + if round + 1 == rounds { samples % rounds } else { 0 };
         for (i, (_, ukue)) in open.iter_mut().enumerate() {
-            time(share, &mut empty[i], || match ukue.claim_next(QUEUE, LEASE_MS)? {
+            time(share, &mut empty[i], || match ukue.claim_next(QUEUE, LEASE)? {
                 Claim::Empty { .. } => Ok(()),
                 Claim::Job(job) => bail!("job {} was claimed from a queue with no due job", job.id),
             })?;
             time(share, &mut full[i], || {
                 let id = ukue.add(&job)?;
-                match ukue.claim(QUEUE, LEASE_MS)? {
+                match ukue.claim(QUEUE, LEASE)? {
                     Some(claimed) if claimed.id == id => {
                         Ok(ukue.finish(claimed.id, &claimed.token, false)?)
                     }

@@ -18,7 +18,7 @@ use ukue::{NewJob, Ukue};
 /// The queue every figure uses.
 pub const QUEUE: &str = "bench";
 /// The lease of every claim (long enough that nothing is reaped).
-pub const LEASE_MS: i64 = 60_000;
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 /// Every job's payload: 64 bytes, the size of a small JSON document.
 pub const PAYLOAD: &[u8] = b"{\"to\": \"someone@example.com\", \"template\": \"welcome\", \"n\": 1}   ";
 
@@ -155,7 +155,7 @@ impl Stepper {
                 ukue.add(job)?;
                 Ok(true)
             }
-            Stepper::Work { ukue } => match ukue.claim(QUEUE, LEASE_MS)? {
+            Stepper::Work { ukue } => match ukue.claim(QUEUE, LEASE)? {
                 Some(job) => {
                     ukue.finish(job.id, &job.token, false)?;
                     Ok(true)
@@ -326,7 +326,7 @@ pub fn worker(file: &Path, concurrency: usize, seconds: f64) -> Result<Rate> {
 
     let options = WorkerOptions {
         concurrency,
-        lease: LEASE_MS,
+        lease: LEASE,
         poll: Duration::from_millis(10),
         ..WorkerOptions::default()
     };

@@ -1,4 +1,5 @@
-//! The file checks of FORMAT.md §7: integrity and the state invariants.
+//! The file checks of FORMAT.md §7: the page's `sql invariant` blocks,
+//! run on the file as written there.
 
 use std::path::Path;
 
@@ -25,58 +26,18 @@ pub fn invariants_of(conn: &Connection) -> Vec<Finding> {
     check(conn).unwrap_or_else(|e| vec![finding("integrity", None, e.to_string())])
 }
 
+/// Runs every `sql invariant` block of FORMAT.md §7; a finding per row
+/// that breaks one, named for the invariant.
 fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
     let mut findings = Vec::new();
-    let integrity: Vec<String> =
-        conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
-    if integrity != ["ok"] {
-        findings.push(finding("integrity", None, format!("integrity_check: {}", integrity.join("; "))));
-    }
-    let mut st = conn.prepare(
-        "SELECT id, state, token IS NOT NULL, lease_until IS NOT NULL FROM ukue_jobs
-         WHERE (state = 'running') != (token IS NOT NULL AND lease_until IS NOT NULL)
-            OR (state != 'running' AND (token IS NOT NULL OR lease_until IS NOT NULL))",
-    )?;
-    for row in st.query_map([], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, r.get::<_, bool>(3)?))
-    })? {
-        let (id, state, token, lease) = row?;
-        findings.push(finding(
-            "invariants",
-            Some(id),
-            format!("state {state} with token {} and lease_until {}", set(token), set(lease)),
-        ));
-    }
-    let mut st = conn.prepare(
-        "SELECT id, attempts, max_attempts FROM ukue_jobs WHERE attempts < 0 OR attempts > max_attempts",
-    )?;
-    for row in st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))? {
-        let (id, attempts, max) = row?;
-        findings.push(finding("invariants", Some(id), format!("attempts {attempts} outside 0..={max}")));
-    }
-    let (max_id, seq): (Option<i64>, Option<i64>) = conn.query_row(
-        "SELECT (SELECT max(id) FROM ukue_jobs), (SELECT seq FROM sqlite_sequence WHERE name = 'ukue_jobs')",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    if let Some(max_id) = max_id {
-        if seq.unwrap_or(0) < max_id {
-            findings.push(finding(
-                "invariants",
-                None,
-                format!("sqlite_sequence says {seq:?} but job {max_id} exists: ids may be reused"),
-            ));
+    for invariant in ukue::Spec::builtin().invariants() {
+        // The integrity check has a name of its own in reports, as before.
+        let check = if invariant.name == "integrity" { "integrity" } else { "invariants" };
+        for violation in invariant.violations(conn)? {
+            findings.push(finding(check, violation.job, format!("{}: {}", invariant.name, violation.row)));
         }
     }
     Ok(findings)
-}
-
-fn set(yes: bool) -> &'static str {
-    if yes {
-        "set"
-    } else {
-        "NULL"
-    }
 }
 
 #[cfg(test)]
@@ -102,12 +63,16 @@ mod tests {
     #[test]
     fn broken_invariants_are_found() {
         let (_d, path) = file_with("UPDATE ukue_jobs SET state = 'running'");
-        assert_eq!(invariants(&path)[0].check, "invariants");
+        let found = invariants(&path);
+        assert_eq!((found[0].check, found[0].job), ("invariants", Some(1)));
+        assert!(found[0].message.starts_with("running_holds_lease: id=1"), "{}", found[0].message);
         let (_d, path) = file_with("UPDATE ukue_jobs SET token = 'x'");
-        assert_eq!(invariants(&path).len(), 1);
+        let found = invariants(&path);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].message.starts_with("lease_only_while_running: "), "{}", found[0].message);
         let (_d, path) = file_with("UPDATE ukue_jobs SET attempts = 11");
-        assert!(invariants(&path)[0].message.contains("attempts 11"));
+        assert!(invariants(&path)[0].message.contains("attempts=11"));
         let (_d, path) = file_with("UPDATE sqlite_sequence SET seq = 0");
-        assert!(invariants(&path)[0].message.contains("reused"));
+        assert!(invariants(&path)[0].message.starts_with("ids_not_reused: largest_id=1, sequence=0"));
     }
 }

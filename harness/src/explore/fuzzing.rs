@@ -58,7 +58,7 @@ pub fn open_bytes(data: &[u8]) {
         Ok(mut file) => {
             let _ = file.stats();
             let _ = file.list(&ukue::ListFilter::default());
-            if let Ok(Some(job)) = file.claim("q", 1_000) {
+            if let Ok(Some(job)) = file.claim("q", std::time::Duration::from_secs(1)) {
                 let _ = file.finish(job.id, &job.token, false);
             }
             let _ = file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()));

@@ -15,6 +15,7 @@ pub mod client;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use ukue::{Access, Claim, Error, Failed, ManualClock, NewJob, OpenOptions, Retry, Spec, State, Ukue};
@@ -275,8 +276,26 @@ fn kind_of(e: &Error) -> ErrorKind {
         Error::JobNotFound { .. } => ErrorKind::NotFound,
         Error::Refused(_) | Error::NotDead { .. } => ErrorKind::Refused,
         Error::Invalid(_) => ErrorKind::Invalid,
-        Error::Spec(_) | Error::Corrupt(_) | Error::Sqlite(_) | Error::Io(_) => ErrorKind::Error,
+        _ => ErrorKind::Error,
     }
+}
+
+/// The protocol gives spans in ms, the library takes Durations: a
+/// negative span is input that no step takes (the message says why).
+fn span(ms: Millis, what: &str) -> Result<Duration, String> {
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| format!("{what} must not be negative, got {ms} ms"))
+}
+
+/// [`span`], or return an invalid answer from the request.
+macro_rules! span_or_answer {
+    ($ms:expr, $what:expr) => {
+        match span($ms, $what) {
+            Ok(span) => span,
+            Err(message) => return Ok(Answer::error(ErrorKind::Invalid, message)),
+        }
+    };
 }
 
 impl From<Error> for Answer {
@@ -373,30 +392,32 @@ impl ReferenceDriver {
                     job = job.max_attempts(n);
                 }
                 if let Some(d) = delay_ms {
-                    job = job.delay_ms(d);
+                    job = job.delay(span_or_answer!(d, "delay"));
                 }
                 let id = file.add(&job)?;
                 Answer { id: Some(id), ..Answer::ok() }
             }
-            Request::Claim { queue, lease_ms, .. } => match file.claim_next(&queue, lease_ms)? {
-                Claim::Job(job) => Answer {
-                    job: Some(JobAnswer {
-                        id: job.id,
-                        queue: job.queue,
-                        payload: String::from_utf8_lossy(&job.payload).into_owned(),
-                        priority: job.priority,
-                        attempt: job.attempt,
-                        max_attempts: job.max_attempts,
-                        run_at: job.run_at,
-                        lease_until: job.lease_until,
-                        created_at: job.created_at,
-                        last_error: job.last_error,
-                        token: job.token,
-                    }),
-                    ..Answer::ok()
-                },
-                Claim::Empty { next_due } => Answer { next_due, ..Answer::ok() },
-            },
+            Request::Claim { queue, lease_ms, .. } => {
+                match file.claim_next(&queue, span_or_answer!(lease_ms, "lease"))? {
+                    Claim::Job(job) => Answer {
+                        job: Some(JobAnswer {
+                            id: job.id,
+                            queue: job.queue,
+                            payload: String::from_utf8_lossy(&job.payload).into_owned(),
+                            priority: job.priority,
+                            attempt: job.attempt,
+                            max_attempts: job.max_attempts,
+                            run_at: job.run_at,
+                            lease_until: job.lease_until,
+                            created_at: job.created_at,
+                            last_error: job.last_error,
+                            token: job.token,
+                        }),
+                        ..Answer::ok()
+                    },
+                    Claim::Empty { next_due } => Answer { next_due, ..Answer::ok() },
+                }
+            }
             Request::Finish { id, token, keep_done, .. } => {
                 file.finish(id, &token, keep_done)?;
                 Answer::ok()
@@ -404,7 +425,7 @@ impl ReferenceDriver {
             Request::Fail { id, token, error, permanent, retry_in_ms, .. } => {
                 let retry = match (permanent, retry_in_ms) {
                     (true, _) => Retry::Never,
-                    (false, Some(ms)) => Retry::After(ms),
+                    (false, Some(ms)) => Retry::After(span_or_answer!(ms, "retry_in")),
                     (false, None) => Retry::Backoff,
                 };
                 match file.fail(id, &token, &error, retry)? {
@@ -415,7 +436,7 @@ impl ReferenceDriver {
                 }
             }
             Request::Renew { id, token, lease_ms, .. } => {
-                let until = file.renew(id, &token, lease_ms)?;
+                let until = file.renew(id, &token, span_or_answer!(lease_ms, "lease"))?;
                 Answer { lease_until: Some(until), ..Answer::ok() }
             }
             Request::Release { id, token, .. } => {
