@@ -103,6 +103,10 @@ const KILL_GAP_MS: Range<u64> = 100..500;
 const ADD_GAP_MS: Range<u64> = 100..400;
 /// Producers killed mid-add: the subject, the reference, add_job.py.
 const CUT_PRODUCERS: usize = 3;
+/// When a producer is killed, as a share of one whole add of it: most of
+/// an add is starting the process, and its commit and id come at its end,
+/// so the kills lean late.
+const KILL_SHARE: Range<f64> = 0.4..1.2;
 /// A running job whose lease ran out this long ago, while idle workers
 /// claim every 20 ms (and each claim reaps, FORMAT.md §5.4), is stuck.
 const STUCK_AFTER_MS: i64 = 8_000;
@@ -164,7 +168,7 @@ impl KillPlan {
         let cut_adds = (0..adds)
             .map(|i| {
                 let (pause, who) = (rng.gen_range(ADD_GAP_MS), rng.gen_range(0..CUT_PRODUCERS));
-                (pause, who, rng.gen_range(0.0..1.3), script(rng, &format!("cut-{i}")))
+                (pause, who, rng.gen_range(KILL_SHARE), script(rng, &format!("cut-{i}")))
             })
             .collect();
         KillPlan { initial, producers, kills, timing, cut_adds }
