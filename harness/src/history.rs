@@ -20,6 +20,14 @@ pub struct Added {
     pub by: String,
 }
 
+/// An add whose producer was killed before it printed an id: it
+/// committed, or it did not, and only the file and the runs can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownAdd {
+    pub payload: String,
+    pub by: String,
+}
+
 /// One run of a job's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execution {
@@ -56,6 +64,8 @@ pub struct FinalJob {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct History {
     pub added: Vec<Added>,
+    /// Adds cut off by a kill before their id was printed.
+    pub unknown: Vec<UnknownAdd>,
     pub executions: Vec<Execution>,
     /// Workers the case killed or stopped past their lease (their jobs
     /// may run again).
@@ -103,6 +113,15 @@ impl History {
                 at_ms: None,
             })
             .collect();
+        // A cut-off add names no job: job 0 (ids start at 1).
+        ops.extend(self.unknown.iter().map(|u| HistoryOp {
+            process: u.by.clone(),
+            f: "add",
+            kind: HistoryOpKind::Unknown,
+            job: 0,
+            attempt: None,
+            at_ms: None,
+        }));
         let mut runs = Vec::new();
         for e in &self.executions {
             let process = format!("probe {} (worker {})", e.pid, e.worker_pid);

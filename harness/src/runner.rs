@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cases::{Case, Failure, FailureKind, Level};
 use crate::check;
@@ -19,7 +19,10 @@ use crate::spec as rules;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::Subjects;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub mod partition;
+pub mod soak;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,
@@ -57,8 +60,8 @@ impl Status {
     }
 }
 
-/// What became of one case.
-#[derive(Debug, Clone, Serialize)]
+/// What became of one case. `merge` reads it back from shards' JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseReport {
     pub id: String,
     pub rule: String,
@@ -74,8 +77,15 @@ pub struct CaseReport {
     pub work_dir: Option<PathBuf>,
     pub replay: String,
     /// Figures the case reported (kills, reruns…), whatever its outcome.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The same figures as numbers (`workers_killed`, `jobs`…), summed
+    /// over a run in its summary.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, u64>,
+    /// Which pass of a `--repeat`/`--duration` soak ran it (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -96,6 +106,10 @@ pub struct Config {
     pub crash_kills: usize,
     /// `--strict`: a `should` case that does not pass fails the run.
     pub strict: bool,
+    /// `--fail-fast`: start no case once one has failed.
+    pub fail_fast: bool,
+    /// The soak pass this run is (None outside a soak).
+    pub iteration: Option<u32>,
 }
 
 /// One case's seed: the run's seed mixed with the case id, so that a case
@@ -132,13 +146,20 @@ pub fn run(
         lock(reporter).case_done(report);
     }
     let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
     let done = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..config.jobs.max(1) {
             scope.spawn(|| loop {
+                if config.fail_fast && failed.load(Ordering::SeqCst) {
+                    return;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(case) = cases.get(i) else { return };
                 let report = run_one(config, case);
+                if report.status.is_bad() {
+                    failed.store(true, Ordering::SeqCst);
+                }
                 lock(reporter).case_done(&report);
                 done.lock().unwrap_or_else(|p| p.into_inner()).push((i, report));
             });
@@ -171,6 +192,8 @@ fn blank(config: &Config, case: &Case) -> CaseReport {
         work_dir: None,
         replay: format!("{} --cases '{}'", config.replay, case.id),
         notes: Vec::new(),
+        figures: BTreeMap::new(),
+        iteration: config.iteration,
     }
 }
 
@@ -179,7 +202,7 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
     let mut report = blank(config, case);
     let dir = config.work_root.join(case.id.replace('/', "__"));
     let outcome = match std::fs::create_dir_all(&dir) {
-        Ok(()) => run_in(config, case, dir.clone(), &mut report.notes),
+        Ok(()) => run_in(config, case, dir.clone(), &mut report),
         Err(e) => Err(Failure::error("a work directory", e.to_string())),
     };
     report.duration_ms = started.elapsed().as_millis();
@@ -220,7 +243,7 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
 
 /// Runs the case in a thread of its own, so that a case stuck past its
 /// deadline is reported as a timeout instead of stopping the run.
-fn run_in(config: &Config, case: &Case, dir: PathBuf, notes: &mut Vec<String>) -> Result<(), Failure> {
+fn run_in(config: &Config, case: &Case, dir: PathBuf, report: &mut CaseReport) -> Result<(), Failure> {
     let deadline = Instant::now() + config.case_timeout;
     let seed = case_seed(config.seed, case.id);
     let marker = format!("{}-{}", std::process::id(), case.id);
@@ -240,13 +263,14 @@ fn run_in(config: &Config, case: &Case, dir: PathBuf, notes: &mut Vec<String>) -
         // Kill what the case started before its files are checked.
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));
-        let _ = tx.send((result, std::mem::take(&mut ctx.notes)));
+        let _ = tx.send((result, std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures)));
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.
     match rx.recv_timeout(config.case_timeout + Duration::from_secs(15)) {
-        Ok((result, case_notes)) => {
-            *notes = case_notes;
+        Ok((result, notes, figures)) => {
+            report.notes = notes;
+            report.figures = figures;
             result
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {

@@ -30,6 +30,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("uncounted-attempts", "steps/dead-after-max-attempts"),
     ("no-renew", "leases/renewed-while-running"),
     ("no-reaping", "crash/kill-workers-1"),
+    ("split-add", "crash/kill-workers-1"),
     ("sync-normal", "durability/add-acknowledged-after-sync"),
     ("sync-normal", "durability/work-starts-after-sync"),
     ("sync-normal", "powerloss/subject-adds"),

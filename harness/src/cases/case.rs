@@ -17,7 +17,7 @@ pub struct Needs {
 /// How binding a case's rule is: the published format and command line
 /// (`must`), or good practice beyond them (`should`). A `should` case that
 /// does not pass is a warning, and fails the run only under `--strict`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     Must,

@@ -24,6 +24,7 @@ pub fn executions(ctx: &Ctx) -> Result<Vec<Execution>, Failure> {
 pub fn history(ctx: &Ctx, file: &Path, added: Vec<Added>) -> Result<History, Failure> {
     let history = History {
         added,
+        unknown: Vec::new(),
         executions: executions(ctx)?,
         killed_workers: Default::default(),
         final_jobs: history::final_jobs(file)?,

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
+use std::process::Stdio;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,9 +30,10 @@ use rusqlite::OptionalExtension;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
-use crate::history::{Added, Execution, History};
+use crate::history::{Added, Execution, History, UnknownAdd};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::read;
+use crate::subjects::observe::strace::printed_id;
 use crate::subjects::probe::{self, Action};
 use crate::subjects::worker::{start_worker, WorkerProcess};
 use crate::subjects::Subject;
@@ -50,22 +52,22 @@ pub fn cases() -> Vec<Case> {
     vec![
         case(
             "crash/kill-workers-1",
-            "workers (--concurrency 1) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            "workers (--concurrency 1) SIGKILLed with their commands, and producers mid-add, while producers add: nothing lost, stuck or half-written, every rerun excused, the file intact",
             kill_workers_1,
         ),
         case(
             "crash/kill-workers-2",
-            "workers (--concurrency 2) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            "workers (--concurrency 2) SIGKILLed with their commands, and producers mid-add, while producers add: nothing lost, stuck or half-written, every rerun excused, the file intact",
             kill_workers_2,
         ),
         case(
             "crash/kill-workers-3",
-            "workers (--concurrency 3 --keep-done) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            "workers (--concurrency 3 --keep-done) SIGKILLed with their commands, and producers mid-add, while producers add: nothing lost, stuck or half-written, every rerun excused, the file intact",
             kill_workers_3,
         ),
         case(
             "crash/kill-workers-4",
-            "workers (--concurrency 4) SIGKILLed with their commands while producers add: nothing lost or stuck, every rerun excused, the file intact",
+            "workers (--concurrency 4) SIGKILLed with their commands, and producers mid-add, while producers add: nothing lost, stuck or half-written, every rerun excused, the file intact",
             kill_workers_4,
         ),
     ]
@@ -99,6 +101,12 @@ const INITIAL_JOBS: usize = 40;
 const KILL_GAP_MS: Range<u64> = 100..500;
 /// The pause before each add of a producer.
 const ADD_GAP_MS: Range<u64> = 100..400;
+/// Producers killed mid-add: the subject, the reference, add_job.py.
+const CUT_PRODUCERS: usize = 3;
+/// When a producer is killed, as a share of one whole add of it: most of
+/// an add is starting the process, and its commit and id come at its end,
+/// so the kills lean late.
+const KILL_SHARE: Range<f64> = 0.4..1.2;
 /// A running job whose lease ran out this long ago, while idle workers
 /// claim every 20 ms (and each claim reaps, FORMAT.md §5.4), is stuck.
 const STUCK_AFTER_MS: i64 = 8_000;
@@ -113,6 +121,21 @@ struct KillPlan {
     producers: Vec<Vec<(u64, String)>>,
     /// (pause before the kill, which worker).
     kills: Vec<(u64, usize)>,
+    /// Per producer that is killed mid-add: the payload of one add timed
+    /// whole, the measure of where "mid-add" is.
+    timing: Vec<String>,
+    /// (pause before the add, which producer, when to kill it as a share
+    /// of its timed add, payload).
+    cut_adds: Vec<(u64, usize, f64, String)>,
+}
+
+impl KillPlan {
+    /// Every payload the case adds: a row with another is partly written.
+    fn payloads(&self) -> HashSet<String> {
+        let producers = self.producers.iter().flatten().map(|(_, p)| p);
+        let cut = self.cut_adds.iter().map(|(_, _, _, p)| p);
+        self.initial.iter().chain(producers).chain(&self.timing).chain(cut).cloned().collect()
+    }
 }
 
 /// A job's script: mostly a short run; some fail their first attempt, some
@@ -141,7 +164,14 @@ impl KillPlan {
             })
             .collect();
         let kills = (0..kills).map(|_| (rng.gen_range(KILL_GAP_MS), rng.gen_range(0..WORKERS))).collect();
-        KillPlan { initial, producers, kills }
+        let timing = (0..CUT_PRODUCERS).map(|i| script(rng, &format!("timing-{i}"))).collect();
+        let cut_adds = (0..adds)
+            .map(|i| {
+                let (pause, who) = (rng.gen_range(ADD_GAP_MS), rng.gen_range(0..CUT_PRODUCERS));
+                (pause, who, rng.gen_range(KILL_SHARE), script(rng, &format!("cut-{i}")))
+            })
+            .collect();
+        KillPlan { initial, producers, kills, timing, cut_adds }
     }
 }
 
@@ -170,13 +200,20 @@ impl Stop {
 }
 
 fn kill_workers(ctx: &mut Ctx, concurrency: &str, keep_done: bool) -> CaseResult {
-    let mut notes = Vec::new();
-    let outcome = kill_and_drain(ctx, concurrency, keep_done, &mut notes);
+    let (mut notes, mut figures) = Default::default();
+    let outcome = kill_and_drain(ctx, concurrency, keep_done, &mut notes, &mut figures);
     ctx.notes = notes;
+    ctx.figures = figures;
     outcome
 }
 
-fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut Vec<String>) -> CaseResult {
+fn kill_and_drain(
+    ctx: &mut Ctx,
+    concurrency: &str,
+    keep_done: bool,
+    notes: &mut Vec<String>,
+    figures_out: &mut BTreeMap<String, u64>,
+) -> CaseResult {
     let file = ctx.tracked_file("jobs.ukue");
     let subject = ctx.subject().clone();
     let reference = ctx.reference().clone();
@@ -192,6 +229,8 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
     if keep_done {
         options.push("--keep-done");
     }
+    let known = plan.payloads();
+    let cutters = cut_producers(ctx, &file, &plan.timing, &mut added)?;
     let ctx: &Ctx = ctx;
     let mut workers = (0..WORKERS)
         .map(|_| start_worker(ctx, &subject, &file, "q", &options))
@@ -200,7 +239,8 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
     // Kill while the producers add.
     let stop = Stop::default();
     let kill_started = Instant::now();
-    let (killing, produced) = std::thread::scope(|scope| {
+    let (killing, produced, cutting) = std::thread::scope(|scope| {
+        let cutting = scope.spawn(|| cut_loop(ctx, &cutters, &file, &plan.cut_adds, &stop, &known));
         let producers: Vec<_> = [&subject, &reference]
             .into_iter()
             .zip(&plan.producers)
@@ -215,13 +255,26 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
             .into_iter()
             .map(|p| p.join().unwrap_or_else(|_| Err(Failure::error("a producer", "panicked"))))
             .collect();
-        (killing, produced)
+        let cutting = cutting.join().unwrap_or_else(|_| Err(Failure::error("a producer", "panicked")));
+        (killing, produced, cutting)
     });
     let kill_period = kill_started.elapsed();
     for batch in produced {
         added.extend(batch?);
     }
     let mut killing = killing?;
+    let cutting = cutting?;
+    added.extend(cutting.acknowledged.iter().cloned());
+    if !cutting.findings.is_empty() {
+        // Seen in the file at once: no drain can mend it.
+        for worker in workers {
+            let _ = worker.stop(Duration::from_secs(30));
+        }
+        return Err(Failure::fail(
+            "every add killed mid-way to have committed whole or not at all, the file intact",
+            clipped(&cutting.findings),
+        ));
+    }
 
     // Drain: the workers left run every job, each killed one after its backoff.
     let drain_started = Instant::now();
@@ -235,15 +288,41 @@ fn kill_and_drain(ctx: &mut Ctx, concurrency: &str, keep_done: bool, notes: &mut
 
     let mut history = common::history(ctx, &file, added)?;
     history.killed_workers.extend(killing.pids.iter().copied());
+    history.unknown = cutting.unknown.clone();
+    let (committed, mut findings) = check::resolve_unknown(&history);
+    let committed_unknown = committed.len();
+    history.added.extend(committed);
     let reruns = check::reruns(&history);
-    let mut findings = std::mem::take(&mut killing.integrity);
+    findings.extend(std::mem::take(&mut killing.integrity));
     findings.extend(check::at_least_once(&history));
     findings.extend(check::finish_cut_off(&history, &killing.cut_off));
     findings.extend(check::attempts_rise(&history));
     findings.extend(check::payloads(&history));
     findings.extend(script_findings(&history, keep_done));
     findings.extend(check::file::invariants(&file));
+    findings.extend(check::file::partly_written(&file, &known));
     *notes = figures(&history, &killing, &reruns, kill_period, drain_time);
+    notes.push(format!(
+        "{} producers killed mid-add ({} after printing the id, {} cut off before it, of which {} had committed); \
+         {} adds ended before their kill",
+        cutting.killed,
+        cutting.killed - cutting.unknown.len(),
+        cutting.unknown.len(),
+        committed_unknown,
+        cutting.ended_first
+    ));
+    *figures_out = [
+        ("workers_killed", killing.killed),
+        ("producers_killed", cutting.killed),
+        ("producer_kills_unknown", cutting.unknown.len()),
+        ("unknown_adds_committed", committed_unknown),
+        ("jobs", history.added.len()),
+        ("executions", history.executions.len()),
+        ("reruns", reruns.len()),
+    ]
+    .into_iter()
+    .map(|(name, n)| (name.to_string(), n as u64))
+    .collect();
     if let Err(failure) = drained {
         return Err(Failure { seen: format!("{}\n{}", failure.seen, clipped(&findings)), ..failure });
     }
@@ -343,6 +422,126 @@ fn cut_off_finishes(ctx: &Ctx, file: &Path, pids: &[u32]) -> Result<Vec<(i64, i6
         }
     }
     Ok(found)
+}
+
+/// A producer that is killed mid-add, and how long one add of it takes.
+struct Cutter {
+    who: Subject,
+    /// Whether its command line needs the word `add` (add_job.py's does not).
+    add_word: bool,
+    add_time: Duration,
+}
+
+/// The producers to kill mid-add (add_job.py when there is Python), each
+/// timed on one whole add, which is acknowledged as any other.
+fn cut_producers(
+    ctx: &Ctx,
+    file: &Path,
+    timing: &[String],
+    added: &mut Vec<Added>,
+) -> Result<Vec<Cutter>, Failure> {
+    let mut cutters = vec![(ctx.subject().clone(), true), (ctx.reference().clone(), true)];
+    cutters.extend(ctx.subjects.python.clone().map(|python| (python, false)));
+    cutters
+        .into_iter()
+        .zip(timing)
+        .map(|((who, add_word), payload)| {
+            let started = Instant::now();
+            let job = if add_word {
+                ctx.add(&who, file, "q", payload, &[])?
+            } else {
+                ctx.python_add(file, "q", payload, &[])?
+            };
+            added.push(Added { job, payload: payload.clone(), by: who.name.clone() });
+            Ok(Cutter { who, add_word, add_time: started.elapsed() })
+        })
+        .collect()
+}
+
+/// What the kills of producers did.
+#[derive(Default)]
+struct Cutting {
+    /// Adds killed while they ran.
+    killed: usize,
+    /// Adds that ended before their kill came.
+    ended_first: usize,
+    /// Adds whose id was printed (before their kill, or as they ended).
+    acknowledged: Vec<Added>,
+    /// Adds killed before they printed an id.
+    unknown: Vec<UnknownAdd>,
+    /// What the file showed right after a kill.
+    findings: Vec<Finding>,
+}
+
+/// Starts the planned adds, each killed (SIGKILL, its whole group) at its
+/// seeded share of its producer's timed add, until stopped; after each
+/// kill the file must be intact and hold no partly written row.
+fn cut_loop(
+    ctx: &Ctx,
+    cutters: &[Cutter],
+    file: &Path,
+    plan: &[(u64, usize, f64, String)],
+    stop: &Stop,
+    known: &HashSet<String>,
+) -> Result<Cutting, Failure> {
+    let mut cutting = Cutting::default();
+    for (pause, who, share, payload) in plan {
+        if stop.pause(Duration::from_millis(*pause)) {
+            break;
+        }
+        let cutter = &cutters[who % cutters.len()];
+        let mut args: Vec<&str> = cutter.who.args.iter().map(String::as_str).collect();
+        if cutter.add_word {
+            args.push("add");
+        }
+        args.extend([path_str(file), "q", payload.as_str()]);
+        let mut add = ctx.spawn(&cutter.who.program, &args, Stdio::piped(), Stdio::null())?;
+        // Not a wait for anything: the seeded moment of the kill.
+        std::thread::sleep(cutter.add_time.mul_f64(*share));
+        let running = add.child.try_wait()?.is_none();
+        add.signal_group(Signal::SIGKILL);
+        let status = add.child.wait()?;
+        let mut out = String::new();
+        if let Some(mut stdout) = add.child.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+        }
+        // An id is acknowledged once its line is whole.
+        let id = out.ends_with('\n').then(|| printed_id(&out)).flatten();
+        match id {
+            Some(job) => cutting.acknowledged.push(Added {
+                job,
+                payload: payload.clone(),
+                by: cutter.who.name.clone(),
+            }),
+            None if running => {
+                cutting.unknown.push(UnknownAdd { payload: payload.clone(), by: cutter.who.name.clone() })
+            }
+            None => {
+                stop.set();
+                return Err(Failure::fail(
+                    format!("`{} add` (not killed) to print the new id", cutter.who.name),
+                    format!("it ended ({status}) and printed {:?}", clip(&out)),
+                ));
+            }
+        }
+        if !running {
+            cutting.ended_first += 1;
+            continue;
+        }
+        cutting.killed += 1;
+        let mut found = check::file::invariants(file);
+        found.extend(check::file::partly_written(file, known));
+        if !found.is_empty() {
+            let n = cutting.killed;
+            cutting.findings.extend(found.into_iter().map(|f| Finding {
+                message: format!("after producer kill {n} ({}): {}", cutter.who.name, f.message),
+                ..f
+            }));
+            stop.set();
+            break;
+        }
+    }
+    Ok(cutting)
 }
 
 /// Adds the planned jobs through `who`, one after each pause, until stopped.

@@ -2,10 +2,10 @@
 //! two holders at once, attempts counted once each, order kept, each
 //! payload as it was added.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{finding, Finding};
-use crate::history::{Execution, History};
+use crate::history::{Added, Execution, History};
 
 /// Why a job may rightly run again after an earlier execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,6 +438,83 @@ pub fn attempts_rise(history: &History) -> Vec<Finding> {
     findings
 }
 
+/// Adds cut off by a kill ([`History::unknown`]) committed whole or not at
+/// all. One that committed shows as the runs of one job with its payload:
+/// it comes back as an [`Added`], for the other checks to hold it to what
+/// they hold any acknowledged add to. The findings: a run whose payload
+/// no add had (`partly written`: a row committed before all of it was
+/// written), one add's payload under two ids or two adds under one id
+/// (`id used twice`).
+///
+/// [`History::unknown`]: crate::history::History::unknown
+pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
+    let mut findings = Vec::new();
+    // Each job's payloads as its runs read them.
+    let mut ran: BTreeMap<i64, BTreeSet<&str>> = BTreeMap::new();
+    for e in &history.executions {
+        ran.entry(e.job).or_default().insert(e.payload.as_str());
+    }
+    let mut owner: HashMap<i64, &str> = HashMap::new();
+    for a in &history.added {
+        if let Some(other) = owner.insert(a.job, &a.payload) {
+            findings.push(finding(
+                "id used twice",
+                Some(a.job),
+                format!("printed for {other:?} and for {:?}", a.payload),
+            ));
+        }
+    }
+    let unknown: HashMap<&str, &str> =
+        history.unknown.iter().map(|u| (u.payload.as_str(), u.by.as_str())).collect();
+    let mut committed: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for (&job, payloads) in &ran {
+        if payloads.len() > 1 {
+            findings.push(finding(
+                "id used twice",
+                Some(job),
+                format!("its runs read the payloads {payloads:?}"),
+            ));
+        }
+        for &payload in payloads {
+            if unknown.contains_key(payload) {
+                committed.entry(payload).or_default().push(job);
+                if let Some(other) = owner.get(&job) {
+                    findings.push(finding(
+                        "id used twice",
+                        Some(job),
+                        format!("printed for {other:?}, and ran the cut-off add {payload:?}"),
+                    ));
+                }
+            } else if !owner.contains_key(&job) {
+                findings.push(finding(
+                    "partly written",
+                    Some(job),
+                    format!(
+                        "ran with the payload {payload:?}, which no add had: a row committed half-written"
+                    ),
+                ));
+            }
+        }
+    }
+    let mut resolved = Vec::new();
+    for (payload, jobs) in committed {
+        if let [job] = jobs[..] {
+            resolved.push(Added {
+                job,
+                payload: payload.to_string(),
+                by: format!("{} (killed mid-add)", unknown[payload]),
+            });
+        } else {
+            findings.push(finding(
+                "id used twice",
+                None,
+                format!("the cut-off add {payload:?} ran as jobs {jobs:?}"),
+            ));
+        }
+    }
+    (resolved, findings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,6 +542,27 @@ mod tests {
 
     fn history(jobs: &[i64], executions: Vec<Execution>) -> History {
         History { added: added(jobs), executions, ..History::default() }
+    }
+
+    #[test]
+    fn a_cut_off_add_committed_whole_or_not_at_all() {
+        use crate::history::UnknownAdd;
+        let ran =
+            |job, payload: &str| Execution { payload: payload.into(), ..run(job, 1, 0, Some(1), Some(0)) };
+        let cut = |payload: &str| UnknownAdd { payload: payload.into(), by: "ukue".into() };
+        let mut h = history(&[1], vec![ran(1, "p1"), ran(2, "cut-a")]);
+        h.unknown = vec![cut("cut-a"), cut("cut-b")];
+        let (resolved, found) = resolve_unknown(&h);
+        assert_eq!(found, vec![]);
+        assert_eq!(resolved.iter().map(|a| (a.job, a.payload.as_str())).collect::<Vec<_>>(), [(2, "cut-a")]);
+        // Half a row: a payload no add had.
+        h.executions.push(ran(3, ""));
+        assert_eq!(resolve_unknown(&h).1[0].check, "partly written");
+        // One cut-off add under two ids, and an id printed for another add.
+        let mut h = history(&[1], vec![ran(1, "cut-a"), ran(2, "cut-a")]);
+        h.unknown = vec![cut("cut-a")];
+        let checks: Vec<&str> = resolve_unknown(&h).1.iter().map(|f| f.check).collect();
+        assert_eq!(checks, ["id used twice", "id used twice"]);
     }
 
     #[test]

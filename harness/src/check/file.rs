@@ -40,6 +40,30 @@ fn check(conn: &Connection) -> rusqlite::Result<Vec<Finding>> {
     Ok(findings)
 }
 
+/// Rows whose payload is none of `known` (every payload the case's adds
+/// had): a row that became visible before all of it was written.
+pub fn partly_written(path: &Path, known: &std::collections::HashSet<String>) -> Vec<Finding> {
+    let rows = open_read_only(path).and_then(|conn| {
+        let mut st = conn.prepare("SELECT id, CAST(payload AS TEXT) FROM ukue_jobs")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+    });
+    match rows {
+        Ok(rows) => rows
+            .into_iter()
+            .filter(|(_, payload)| payload.as_ref().is_none_or(|p| !known.contains(p)))
+            .map(|(id, payload)| {
+                finding(
+                    "partly written",
+                    Some(id),
+                    format!("holds the payload {payload:?}, which no add had"),
+                )
+            })
+            .collect(),
+        Err(e) => vec![finding("integrity", None, format!("{}: {e}", path.display()))],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +82,14 @@ mod tests {
     fn a_good_file_passes() {
         let (_dir, path) = file_with("");
         assert_eq!(invariants(&path), vec![]);
+    }
+
+    #[test]
+    fn a_row_with_a_payload_no_add_had_is_partly_written() {
+        let (_d, path) = file_with("");
+        assert_eq!(partly_written(&path, &["x".to_string()].into()), vec![]);
+        let found = partly_written(&path, &["y".to_string()].into());
+        assert_eq!((found.len(), found[0].check), (1, "partly written"));
     }
 
     #[test]

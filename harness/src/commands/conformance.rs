@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
 use crate::check::model::op::{parse_script, script_text};
 use crate::check::model::Op;
@@ -107,15 +108,19 @@ pub struct ConformanceArgs {
     /// Show passing cases too
     #[arg(long, short)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub shard: ShardArgs,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = text.strip_suffix('s') {
         (n, 1.0)
     } else if let Some(n) = text.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = text.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (text, 1.0)
     };
@@ -244,7 +249,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     }
     let all = cases::all();
     if args.list {
-        list(&all, args.format);
+        list(&shard::partition(&args.shard, all), args.format);
         return Ok(exit::OK);
     }
     let only = globs(&args.cases)?;
@@ -255,6 +260,9 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         eprintln!("ukue-conformance: no case matches --cases {}", args.cases.join(" "));
         return Ok(exit::USAGE);
     }
+    // Sharded after --cases, as nextest does, so that the shards of a
+    // selection are even; a shard may be left with nothing to run.
+    let chosen = shard::partition(&args.shard, chosen);
     let (mut subjects, python) = subjects(&args)?;
     let expected_failures = match &args.expected_failures {
         Some(path) => parse_expected_failures(
@@ -293,6 +301,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
         strict: args.strict,
+        fail_fast: args.shard.fail_fast,
+        iteration: None,
     };
     interrupt_kills_everything()?;
     let mut human;
@@ -314,13 +324,15 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         &config.subjects.subject.program.display().to_string(),
     );
     let shared = Mutex::new(reporter);
-    let reports = runner::run(&config, &run_cases, &skipped, &shared);
+    let reports = if args.shard.soak().is_on() {
+        let replay = |seed| replay_prefix(&args, &config.subjects, seed);
+        runner::soak::soak(&config, args.shard.soak(), &run_cases, &skipped, &shared, replay)
+    } else {
+        runner::run(&config, &run_cases, &skipped, &shared)
+    };
     let reporter = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     reporter.end(&reports, started.elapsed());
-    if let Some(path) = &args.junit {
-        report::write_junit(path, &reports, started.elapsed())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    shard::write_files(args.junit.as_ref(), &reports, started.elapsed())?;
     if args.keep && reports.iter().any(|r| r.work_dir.is_some()) {
         let kept = root.keep();
         eprintln!("ukue-conformance: kept the work directories under {}", kept.display());
@@ -373,6 +385,8 @@ pub enum ModelCommand {
     Model(ModelArgs),
     /// Run a saved op script (JSON lines) again against a step driver
     Replay(ReplayArgs),
+    /// Join the JSON reports of a run's shards into one summary and exit status
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -436,6 +450,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
     let (name, driver) = match &command {
         ModelCommand::Model(args) => ("model", args.driver.as_deref()),
         ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
+        ModelCommand::Merge(_) => ("merge", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -447,6 +462,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
     match command {
         ModelCommand::Model(args) => model(args, target),
         ModelCommand::Replay(args) => replay(args, target),
+        ModelCommand::Merge(args) => shard::merge(args),
     }
 }
 

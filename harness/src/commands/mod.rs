@@ -4,7 +4,8 @@
 //!   `replay` subcommands;
 //! - [`probe`]: `ukue-probe`, the command that `ukue work` runs in the cases;
 //! - [`broken`]: `ukue-broken`, a deliberately broken `ukue`;
-//! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference.
+//! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference;
+//! - [`shard`]: the runner's `--partition`, soak flags and `merge`.
 //!
 //! `ukue-bench` is [`crate::bench`].
 //!
@@ -12,8 +13,10 @@
 //! [`probe`]: crate::commands::probe
 //! [`broken`]: crate::commands::broken
 //! [`driver`]: crate::commands::driver
+//! [`shard`]: crate::commands::shard
 
 pub mod broken;
 pub mod conformance;
 pub mod driver;
 pub mod probe;
+pub mod shard;

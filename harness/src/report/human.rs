@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{counts, Reporter};
+use super::{counts, totals, Reporter};
 use crate::cases::Level;
 use crate::runner::{CaseReport, Status};
 
@@ -75,6 +75,7 @@ impl Reporter for Human {
     fn begin(&mut self, total: usize, seed: u64, subject: &str) {
         self.say(format!("ukue-conformance: {total} cases against {subject}, seed {seed}"));
         self.bar.set_length(total as u64);
+        self.bar.set_position(0);
         self.bar.enable_steady_tick(Duration::from_millis(200));
     }
 
@@ -136,6 +137,11 @@ pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
     let line: Vec<String> =
         counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
     let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
+    let figures = totals(reports);
+    if figures.len() > 1 || figures.get("runs").is_some_and(|&n| n > 1) {
+        let figures: Vec<String> = figures.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        let _ = writeln!(out, "figures: {}", figures.join(", "));
+    }
     let replay: Vec<&CaseReport> =
         reports.iter().filter(|r| r.status.is_bad() || r.status == Status::Warn).collect();
     if !replay.is_empty() {
@@ -173,6 +179,8 @@ mod tests {
             work_dir: None,
             replay: format!("ukue-conformance --cases {id}"),
             notes: Vec::new(),
+            figures: Default::default(),
+            iteration: None,
         }
     }
 

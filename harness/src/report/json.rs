@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{counts, Reporter};
+use super::{counts, totals, Reporter};
 use crate::runner::CaseReport;
 
 #[derive(Default)]
@@ -26,6 +26,7 @@ impl Reporter for Json {
             "cases": reports.len(),
             "duration_ms": elapsed.as_millis() as u64,
             "ok": !reports.iter().any(|r| r.status.is_bad()),
+            "figures": totals(reports),
         });
         let _ = writeln!(std::io::stdout().lock(), "{summary}");
     }

@@ -6,8 +6,9 @@
 mod human;
 mod json;
 mod junit;
+pub mod merge;
 
-pub use human::Human;
+pub use human::{summary, Human};
 pub use json::Json;
 pub use junit::write_junit;
 
@@ -26,4 +27,17 @@ pub fn counts(reports: &[CaseReport]) -> Vec<(&'static str, usize)> {
         .into_iter()
         .map(|s| (s.as_str(), reports.iter().filter(|r| r.status == s).count()))
         .collect()
+}
+
+/// The cases' figures summed over the run (kills, jobs, reruns…), with
+/// `runs`, the number of soak passes (1 outside a soak), when any case
+/// noted figures.
+pub fn totals(reports: &[CaseReport]) -> std::collections::BTreeMap<String, u64> {
+    let mut totals = std::collections::BTreeMap::new();
+    for (name, n) in reports.iter().flat_map(|r| &r.figures) {
+        *totals.entry(name.clone()).or_insert(0) += n;
+    }
+    let passes: std::collections::BTreeSet<Option<u32>> = reports.iter().map(|r| r.iteration).collect();
+    totals.insert("runs".to_string(), passes.len() as u64);
+    totals
 }

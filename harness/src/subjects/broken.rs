@@ -107,13 +107,23 @@ pub const BUGS: &[Bug] = &[
     },
 ];
 
+/// Bugs of the `add` command itself, beyond what an edited statement can
+/// do: `ukue-broken` runs them in place of the reference's `add`
+/// (crate::commands::broken).
+pub const ADD_BUGS: &[(&str, &str)] = &[(
+    "split-add",
+    "writes a new row in two transactions: first with an empty payload and a run_at far ahead (so that \
+     no worker takes it), then, after 50 ms of other work, the payload and a run_at of now; a kill in \
+     between leaves the row half-written",
+)];
+
 pub fn bug(name: &str) -> Option<&'static Bug> {
     BUGS.iter().find(|b| b.name == name)
 }
 
 /// Every bug's name, for a message: `reversed-priority, finish-without-token, …`.
 pub fn names() -> String {
-    BUGS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+    BUGS.iter().map(|b| b.name).chain(ADD_BUGS.iter().map(|(name, _)| *name)).collect::<Vec<_>>().join(", ")
 }
 
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is

@@ -33,6 +33,8 @@ pub struct Ctx {
     /// Figures a case reports whatever its outcome (shown with `-v`, and
     /// in the JSON report).
     pub notes: Vec<String>,
+    /// The same figures as numbers, summed over a run (`workers_killed`…).
+    pub figures: std::collections::BTreeMap<String, u64>,
 }
 
 /// The crash family's kills in a default run.
@@ -50,6 +52,7 @@ impl Ctx {
             tracked: Vec::new(),
             crash_kills: DEFAULT_CRASH_KILLS,
             notes: Vec::new(),
+            figures: Default::default(),
         }
     }
 

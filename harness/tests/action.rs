@@ -1,0 +1,84 @@
+//! The composite action's script (.github/conformance.sh, which action.yml
+//! runs) against the reference: a shard's reports and the runner's status.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn script(out: &Path, env: &[(&str, &str)]) -> (i32, String) {
+    let output = Command::new("bash")
+        .arg(repo().join(".github/conformance.sh"))
+        .env("UKUE_RUNNER", conformance())
+        .env("UKUE_OUT", out)
+        .env("GITHUB_OUTPUT", out.join("github-output"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn the_actions_script_runs_a_shard_against_the_reference() {
+    if !have("bash") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let reference = reference();
+    let (code, text) = script(
+        &out,
+        &[
+            ("UKUE_IMPL", reference.to_str().unwrap()),
+            ("UKUE_PARTITION", "count:1/2"),
+            ("UKUE_STRICT", "true"),
+            ("UKUE_ARGS", "--cases format/*"),
+        ],
+    );
+    assert_eq!(code, 0, "{text}");
+    let json = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let cases = json.lines().filter(|l| l.contains("\"id\"")).count();
+    let all = ukue_harness::cases::all().iter().filter(|c| c.id.starts_with("format/")).count();
+    assert_eq!(cases, all.div_ceil(2), "shard 1 of 2 of format/*: {json}");
+    assert!(std::fs::read_to_string(out.join("junit.xml")).unwrap().contains("<testsuite name=\"format\""));
+    assert!(text.contains(" passed"), "the summary is printed: {text}");
+    let output = std::fs::read_to_string(out.join("github-output")).unwrap();
+    assert_eq!(output, "artifact=ukue-conformance-count-1-2\n");
+
+    // A failing implementation fails the step, and still leaves its reports.
+    let out = dir.path().join("failing");
+    let broken = broken();
+    let (code, text) = script(
+        &out,
+        &[
+            ("UKUE_IMPL", broken.to_str().unwrap()),
+            ("UKUE_BROKEN", "reversed-priority"),
+            ("UKUE_ARGS", "--cases steps/claim-order-priority"),
+        ],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(std::fs::read_to_string(out.join("junit.xml")).unwrap().contains("<failure"));
+}
+
+#[test]
+fn the_action_runs_the_script_with_its_inputs() {
+    let action = std::fs::read_to_string(repo().join("action.yml")).unwrap();
+    for needed in
+        ["using: composite", "$GITHUB_ACTION_PATH/.github/conformance.sh", "actions/upload-artifact"]
+    {
+        assert!(action.contains(needed), "action.yml lacks {needed}");
+    }
+    for input in ["impl", "partition", "expected-failures", "strict"] {
+        assert!(action.contains(&format!("\n  {input}:\n")), "action.yml lacks the input {input}");
+        let env = format!("UKUE_{}: ${{{{ inputs.{input} }}}}", input.to_uppercase().replace('-', "_"));
+        assert!(action.contains(&env), "action.yml does not pass {input} to the script ({env})");
+    }
+}
