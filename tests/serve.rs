@@ -395,3 +395,42 @@ fn kill(pid: u32, signal: &str) {
     let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
     assert!(status.success());
 }
+
+/// clients/python/http_worker.py runs each job once over HTTP: exit 0
+/// acks, 65 sends to dead, another exit fails the attempt; SIGTERM stops it.
+#[test]
+fn the_python_http_worker() {
+    let scratch = Scratch::new();
+    let file = new_file(&scratch);
+    let server = start(&file, &[], &[]);
+    let log = scratch.path("ran.log");
+    let script =
+        format!(r#"p=$(cat); echo "$UKUE_JOB_ID $UKUE_ATTEMPT $p" >> {}; exit ${{p#exit }}"#, path_str(&log));
+    for payload in ["exit 0", "exit 65", "exit 3", "exit 0"] {
+        ok(&["add", &file, "q", payload]);
+    }
+    let mut worker = Command::new("python3")
+        .arg(repo().join("clients/python/http_worker.py"))
+        .args(["q", "--url", &format!("http://127.0.0.1:{}", server.port), "--wait", "1", "--lease", "5"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (CI installs it)");
+    let settled = wait_for(DEADLINE, || {
+        let listed: Value = serde_json::from_str(&ok(&["list", &file, "--json"])).unwrap();
+        let jobs = listed["jobs"].as_array().unwrap().clone();
+        jobs.len() == 2 && jobs.iter().all(|j| j["state"] != "running" && j["attempts"] == 1)
+    });
+    kill(worker.id(), "TERM");
+    let stopped = wait_for(DEADLINE, || worker.try_wait().unwrap().is_some());
+    let _ = worker.kill();
+    let status = worker.wait().unwrap();
+    assert!(settled, "the worker did not settle the four jobs: {}", ok(&["list", &file]));
+    assert!(stopped && status.success(), "http_worker.py stops with 0 on SIGTERM: {status}");
+    let ran = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(ran.lines().count(), 4, "each job ran once: {ran}");
+    let show = |id: &str| -> Value { serde_json::from_str(&ok(&["show", &file, id, "--json"])).unwrap() };
+    assert_eq!(show("2")["state"], "dead");
+    assert_eq!(show("3")["state"], "ready");
+    assert_eq!(show("3")["last_error"], "exit status 3");
+}
