@@ -114,11 +114,35 @@ pub struct Payload(pub Vec<u8>);
 
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Payload(match serde_json::Value::deserialize(d)? {
-            serde_json::Value::String(s) => s.into_bytes(),
-            other => other.to_string().into_bytes(),
-        }))
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        if raw.get().starts_with('"') {
+            let text: String = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+            return Ok(Payload(text.into_bytes()));
+        }
+        Ok(Payload(compact(raw.get())))
     }
+}
+
+/// JSON text without the whitespace between tokens, keys in the order sent
+/// (as the published server's json.Compact).
+fn compact(json: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json.as_bytes() {
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if !b.is_ascii_whitespace() {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    out
 }
 
 pub fn decode_base64(text: &str) -> Result<Vec<u8>, ApiError> {
@@ -173,6 +197,15 @@ pub struct BulkRequest {
     pub state: String,
     #[serde(default)]
     pub queue: String,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn compact_keeps_order_and_strings() {
+        let text = r#"{ "z" : [1, 2], "a": "x \" y\\", "b": {} }"#;
+        assert_eq!(String::from_utf8(super::compact(text)).unwrap(), r#"{"z":[1,2],"a":"x \" y\\","b":{}}"#);
+    }
 }
 
 /// A claimed job as API.md shows it.
