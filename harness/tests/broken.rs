@@ -39,6 +39,10 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("wal-before-checks", "refusal/format-version-2-delete"),
     ("wal-before-checks", "refusal/no-meta-table-truncate"),
     ("wal-before-checks", "refusal/missing-version-persist"),
+    ("finish-without-token", "http/wrong-token-409"),
+    ("split-claim", "http/claims-race"),
+    ("serve-unauthenticated-delete", "http/auth"),
+    ("serve-no-body-limit", "http/body-limit"),
 ];
 
 /// Bugs that only show when processes race.
@@ -165,4 +169,36 @@ fn a_should_case_warns_and_fails_only_under_strict() {
     assert_eq!(report["status"], "fail", "{report}");
     assert_eq!(code, 1);
     assert!(report["replay"].as_str().unwrap().contains("--strict"), "the replay keeps --strict: {report}");
+}
+
+/// A subject without `serve` (the Python command) skips the http family,
+/// with the reason, and the run passes.
+#[test]
+fn the_http_family_skips_a_subject_without_serve() {
+    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/python/ukue.py");
+    if !have("python3") {
+        return;
+    }
+    let (code, reports, stderr) = run_suite(&["--impl", python.to_str().unwrap(), "--cases", "http/*"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let cases: Vec<_> =
+        reports.iter().filter(|r| r["id"].as_str().is_some_and(|id| id.starts_with("http/"))).collect();
+    assert!(cases.len() >= 10, "{reports:?}");
+    for report in cases {
+        assert_eq!(report["status"], "skipped", "{report}");
+        assert!(report["reason"].as_str().unwrap().contains("has no `serve`"), "{report}");
+    }
+}
+
+/// The http family passes the reference's `serve`.
+#[test]
+fn the_http_family_passes_the_reference() {
+    let (code, reports, stderr) =
+        run_suite(&["--impl", reference().to_str().unwrap(), "--cases", "http/*"], &[]);
+    let bad: Vec<String> = reports
+        .iter()
+        .filter(|r| r["status"].as_str().is_some_and(|s| s != "pass"))
+        .map(|r| r.to_string())
+        .collect();
+    assert!(bad.is_empty() && code == 0, "{}\n{stderr}", bad.join("\n"));
 }

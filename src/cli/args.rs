@@ -27,6 +27,8 @@ pub enum Cmd {
     Add(AddArgs),
     /// Run a command once per job until stopped
     Work(WorkArgs),
+    /// Serve the HTTP API
+    Serve(ServeArgs),
     /// Counts per queue
     Stats {
         /// The ukue file
@@ -132,6 +134,41 @@ pub struct WorkArgs {
     /// The command to run for each job, after `--`
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The ukue file
+    pub file: PathBuf,
+    /// Where to listen (host:port)
+    #[arg(long, default_value = "127.0.0.1:7660", value_parser = listen_addr)]
+    pub addr: ListenAddr,
+    /// A file holding the token clients must send (UKUE_TOKEN works too)
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// Allow listening beyond this machine without a token
+    #[arg(long)]
+    pub allow_no_token: bool,
+    /// The largest request body, in bytes
+    #[arg(long, default_value = "1048576", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_body: u64,
+    /// Keep finished jobs as done instead of deleting them
+    #[arg(long)]
+    pub keep_done: bool,
+}
+
+/// `--addr`: a host (empty for every interface) and a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenAddr {
+    pub host: String,
+    pub port: u16,
+}
+
+fn listen_addr(text: &str) -> Result<ListenAddr, String> {
+    let bad = || format!("--addr {text:?} is not host:port");
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    Ok(ListenAddr { host: host.to_string(), port: port.parse().map_err(|_| bad())? })
 }
 
 #[derive(Debug, Args)]

@@ -48,7 +48,7 @@ impl From<&Job> for JobJson {
 }
 
 /// A payload is shown as text when it is valid UTF-8, else as base64.
-fn payload_fields(bytes: &[u8]) -> (Option<String>, Option<String>) {
+pub fn payload_fields(bytes: &[u8]) -> (Option<String>, Option<String>) {
     match std::str::from_utf8(bytes) {
         Ok(text) => (Some(text.to_string()), None),
         Err(_) => (None, Some(base64::engine::general_purpose::STANDARD.encode(bytes))),

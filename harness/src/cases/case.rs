@@ -12,6 +12,8 @@ pub struct Needs {
     pub python: bool,
     /// strace, to see the subject's system calls.
     pub strace: bool,
+    /// The subject's `serve` (the http family); skipped when it has none.
+    pub serve: bool,
 }
 
 /// How binding a case's rule is: the published format and command line

@@ -20,6 +20,7 @@ mod concurrency;
 mod crash;
 mod durability;
 mod format;
+mod http;
 mod interop;
 mod ioerror;
 mod leases;
@@ -32,7 +33,7 @@ pub use fixture::source;
 
 /// Every case, in a stable order.
 pub fn all() -> Vec<Case> {
-    let families: [fn() -> Vec<Case>; 12] = [
+    let families: [fn() -> Vec<Case>; 13] = [
         format::cases,
         refusal::cases,
         compat::cases,
@@ -45,6 +46,7 @@ pub fn all() -> Vec<Case> {
         durability::cases,
         powerloss::cases,
         ioerror::cases,
+        http::cases,
     ];
     families.into_iter().flat_map(|family| family()).collect()
 }

@@ -22,7 +22,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(3);
     };
     match broken::spec(bug) {
-        Ok(spec) => ukue::cli::main_with(ukue::OpenOptions::default().spec(spec)),
+        Ok(spec) => ukue::cli::main_with_flaws(ukue::OpenOptions::default().spec(spec), bug.serve.clone()),
         Err(e) => {
             eprintln!("ukue-broken: {e}");
             ExitCode::from(3)

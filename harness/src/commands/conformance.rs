@@ -278,6 +278,11 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         subjects.python = Some(installed.add_job);
         subjects.python_driver = Some(installed.driver);
     }
+    let no_serve = if chosen.iter().any(|c| c.needs.serve) {
+        crate::subjects::server::missing_serve(root.path(), &subjects.subject, &subjects.reference)
+    } else {
+        None
+    };
     let (mut run_cases, mut skipped) = (Vec::new(), Vec::new());
     for case in chosen {
         if skip.as_ref().is_some_and(|g| g.is_match(case.id)) {
@@ -286,6 +291,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             skipped.push((case, "needs python3 (see --python)".to_string()));
         } else if case.needs.strace && subjects.strace.is_none() {
             skipped.push((case, "needs strace on PATH".to_string()));
+        } else if let (true, Some(reason)) = (case.needs.serve, &no_serve) {
+            skipped.push((case, reason.clone()));
         } else {
             run_cases.push(case);
         }

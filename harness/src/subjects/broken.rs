@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use ukue::cli::serve::Flaws;
 use ukue::{Spec, Stmt};
 
 /// A no-op that returns no rows and binds nothing (SQLite ignores
@@ -19,7 +20,12 @@ pub struct Bug {
     pub edits: &'static [(Stmt, &'static str, &'static str)],
     /// Statements replaced whole.
     pub replaced: &'static [(Stmt, &'static str)],
+    /// What its `serve` does wrong beyond the statements.
+    pub serve: Flaws,
 }
+
+/// A server without flaws of its own.
+const SOUND: Flaws = Flaws { unauthenticated: None, no_body_limit: false };
 
 pub const BUGS: &[Bug] = &[
     Bug {
@@ -31,6 +37,7 @@ pub const BUGS: &[Bug] = &[
             (Stmt::Pick, "priority < level.priority", "priority > level.priority"),
         ],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "finish-without-token",
@@ -40,6 +47,7 @@ pub const BUGS: &[Bug] = &[
             (Stmt::FinishKeep, "AND token = :token", "AND (token = :token OR 1)"),
         ],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "no-reaping",
@@ -49,24 +57,28 @@ pub const BUGS: &[Bug] = &[
             (Stmt::ReapReady, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
         ],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "split-claim",
         what: "the claim reads and takes in separate transactions, and takes without checking the state",
         edits: &[(Stmt::Take, "WHERE id = :id AND state = 'ready'", "WHERE id = :id")],
         replaced: &[(Stmt::BeginImmediate, NOTHING), (Stmt::Commit, NOTHING), (Stmt::Rollback, NOTHING)],
+        serve: SOUND,
     },
     Bug {
         name: "accepts-version-2",
         what: "any format_version is taken for 1",
         edits: &[(Stmt::ReadVersion, "SELECT value FROM", "SELECT '1' FROM")],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "uncounted-attempts",
         what: "a claim does not count the attempt",
         edits: &[(Stmt::Take, "attempts = attempts + 1", "attempts = attempts")],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "no-renew",
@@ -77,18 +89,21 @@ pub const BUGS: &[Bug] = &[
             "SET lease_until = lease_until + 0 * (:now + :lease)",
         )],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "renew-without-token",
         what: "renew does not check the token",
         edits: &[(Stmt::Renew, "AND token = :token", "AND (token = :token OR 1)")],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "sync-normal",
         what: "commits are not synced before they are acknowledged",
         edits: &[(Stmt::SetSynchronous, "FULL", "NORMAL")],
         replaced: &[],
+        serve: SOUND,
     },
     Bug {
         name: "wal-before-checks",
@@ -96,6 +111,7 @@ pub const BUGS: &[Bug] = &[
                rollback-journal mode is changed (it replaces `synchronous = FULL`, SQLite's default anyway)",
         edits: &[],
         replaced: &[(Stmt::SetSynchronous, "PRAGMA journal_mode = WAL")],
+        serve: SOUND,
     },
     Bug {
         name: "journal-off",
@@ -104,6 +120,21 @@ pub const BUGS: &[Bug] = &[
                SQLite's default anyway)",
         edits: &[(Stmt::SetWal, "WAL", "OFF")],
         replaced: &[(Stmt::SetSynchronous, "PRAGMA journal_mode = OFF")],
+        serve: SOUND,
+    },
+    Bug {
+        name: "serve-unauthenticated-delete",
+        what: "serve does not ask for the token on DELETE /v1/jobs/{id}",
+        edits: &[],
+        replaced: &[],
+        serve: Flaws { unauthenticated: Some("DELETE /v1/jobs/{id}"), no_body_limit: false },
+    },
+    Bug {
+        name: "serve-no-body-limit",
+        what: "serve reads request bodies of any size",
+        edits: &[],
+        replaced: &[],
+        serve: Flaws { unauthenticated: None, no_body_limit: true },
     },
 ];
 
@@ -150,7 +181,8 @@ mod tests {
     fn every_bug_still_applies() {
         for bug in super::BUGS {
             let spec = super::spec(bug).unwrap();
-            assert_ne!(*spec, *ukue::Spec::builtin(), "{} changes nothing", bug.name);
+            let flawed = bug.serve.unauthenticated.is_some() || bug.serve.no_body_limit;
+            assert!(flawed || *spec != *ukue::Spec::builtin(), "{} changes nothing", bug.name);
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod observe;
 pub mod probe;
 pub mod process;
 pub mod python;
+pub mod server;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -1,0 +1,554 @@
+//! http: a subject's `ukue serve` (API.md): every endpoint's status and
+//! JSON shape, the same jobs through the CLI and HTTP, long polls, the
+//! token, the body limit, bad requests, requests from web pages and other
+//! hosts, and the refusals at startup. A subject whose `serve` is missing
+//! is skipped, not failed (`needs.serve`, subjects::server::missing_serve).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::server::{self, raw, Client, ServerProcess, Started};
+use crate::{ensure, ensure_eq};
+
+/// The token the auth cases give the server.
+const TOKEN: &str = "0f3a9c2b7d1e4f6a8b5c0d2e9f7a1b3c";
+
+pub fn cases() -> Vec<Case> {
+    let needs = Needs { serve: true, ..Needs::default() };
+    let case =
+        |id: &'static str, summary, run| Case { id, rule: rule(id), summary, needs, level: Level::Must, run };
+    vec![
+        case("http/health", "GET /v1/health answers {ok: true, version, format_version: 1} with no token", health),
+        case(
+            "http/add-and-show",
+            "a job added over HTTP is the same through the CLI, and a job the CLI adds is the same over HTTP",
+            add_and_show,
+        ),
+        case("http/claim-ack", "claim answers the job with a token; ack finishes it; a second ack is 409", claim_ack),
+        case(
+            "http/fail-extend-release",
+            "fail (backoff, retry_in, dead), extend and release answer as API.md says and the file agrees",
+            fail_extend_release,
+        ),
+        case("http/wrong-token-409", "ack, fail, extend and release with another token answer 409 and change nothing", wrong_token),
+        case("http/long-poll", "a claim with wait is answered when another process adds a job; 204 when none comes", long_poll),
+        case("http/claims-race", "8 clients claim 120 jobs at once: each job is claimed exactly once", claims_race),
+        case("http/auth", "with a token, every endpoint but /v1/health answers 401 without it or with a wrong one", auth),
+        case("http/body-limit", "a body over --max-body answers 413 and adds nothing", body_limit),
+        case(
+            "http/bad-requests",
+            "bad JSON, an unknown field, a bad id: 400; an unknown job or endpoint: 404; a wrong method: 405; all JSON errors",
+            bad_requests,
+        ),
+        case("http/cross-origin", "a request from another site's web page that changes something answers 403", cross_origin),
+        case("http/dns-rebinding", "without a token, a request addressed to another host name answers 403", dns_rebinding),
+        case("http/no-token-beyond-loopback", "serve beyond loopback without a token is refused; --allow-no-token allows it", beyond_loopback),
+        case("http/refuses-format-2", "serve refuses a format 2 file and leaves it byte for byte unchanged", refuses_format_2),
+        Case {
+            level: Level::Should,
+            ..case("http/slow-client", "a client that sends its request slowly does not stop others being served", slow_client)
+        },
+    ]
+}
+
+/// The FORMAT.md section a case checks: the step it drives, or §1.4 (other
+/// machines go through `ukue serve`) for what guards the server.
+fn rule(id: &str) -> &'static str {
+    match id.trim_start_matches("http/") {
+        "add-and-show" => "5.3",
+        "claim-ack" | "wrong-token-409" => "5.5",
+        "fail-extend-release" => "5.6",
+        "long-poll" | "claims-race" => "5.4",
+        "refuses-format-2" => "2.3",
+        _ => "1.4",
+    }
+}
+
+/// A fresh file served by the subject on loopback, with a client.
+fn start(
+    ctx: &mut Ctx,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(std::path::PathBuf, ServerProcess, Client), Failure> {
+    let file = ctx.init("jobs.ukue")?;
+    let server = server::serve(ctx, &file, extra, env)?;
+    let token = env.iter().find(|(k, _)| *k == "UKUE_TOKEN").map(|(_, v)| *v);
+    let client = Client::new(server.port, token);
+    Ok((file, server, client))
+}
+
+fn expect(reply: &server::Reply, status: u16, what: &str) -> CaseResult {
+    ensure!(reply.status == status, format!("{what}: {status}"), format!("{what}: {}", reply.show()));
+    if status >= 400 {
+        ensure!(reply.is_json_error(), format!("{what}: a JSON body {{\"error\": \"...\"}}"), reply.show());
+    }
+    Ok(())
+}
+
+fn show(ctx: &Ctx, file: &std::path::Path, id: i64) -> Result<Value, Failure> {
+    ctx.json(ctx.subject(), &["show", path_str(file), &id.to_string(), "--json"])
+}
+
+/// One text field of `show --json`.
+fn field(ctx: &Ctx, file: &std::path::Path, id: i64, key: &str) -> Result<Option<String>, Failure> {
+    Ok(show(ctx, file, id)?[key].as_str().map(String::from))
+}
+
+/// The fields a job has both in `show --json` and `GET /v1/jobs/{id}`.
+const SAME: &[&str] =
+    &["id", "queue", "state", "priority", "attempts", "max_attempts", "run_at", "payload", "payload_base64"];
+
+fn same_job(cli: &Value, http: &Value, what: &str) -> CaseResult {
+    for key in SAME {
+        ensure_eq!(&http[key], &cli[key], format!("{what}: {key} over HTTP and through the CLI"));
+    }
+    Ok(())
+}
+
+fn health(ctx: &mut Ctx) -> CaseResult {
+    let (_, _server, client) = start(ctx, &[], &[("UKUE_TOKEN", TOKEN)])?;
+    let bare = Client::new(client.port, None);
+    let reply = bare.get("/v1/health")?;
+    expect(&reply, 200, "GET /v1/health without a token")?;
+    let body = reply.json().unwrap_or(Value::Null);
+    ensure!(
+        body["ok"] == true && body["format_version"] == 1 && body["version"].is_string(),
+        r#"{"ok": true, "version": "...", "format_version": 1}"#,
+        reply.show()
+    );
+    Ok(())
+}
+
+fn add_and_show(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    // Written by hand: the keys' order and the spaces are what the server must keep and drop.
+    let body =
+        br#"{"queue": "mail", "payload": {"to": "a@b.c", "n": [1, 2]}, "priority": 7, "max_attempts": 3}"#;
+    let reply = client.send("POST", "/v1/jobs", Some(body), &[])?;
+    expect(&reply, 201, "POST /v1/jobs")?;
+    let id = reply
+        .json()
+        .and_then(|v| v["id"].as_i64())
+        .ok_or_else(|| Failure::fail("{\"id\": N}", reply.show()))?;
+    let cli = show(ctx, &file, id)?;
+    ensure_eq!(
+        cli["payload"].as_str(),
+        Some(r#"{"to":"a@b.c","n":[1,2]}"#),
+        "a JSON object payload, stored as compact JSON text"
+    );
+    ensure_eq!(
+        (cli["queue"].as_str(), cli["priority"].as_i64(), cli["max_attempts"].as_i64()),
+        (Some("mail"), Some(7), Some(3)),
+        "queue, priority, max_attempts"
+    );
+    let text = client.add(json!({"queue": "mail", "payload": "plain text"}))?;
+    ensure_eq!(
+        field(ctx, &file, text, "payload")?,
+        Some("plain text".to_string()),
+        "a JSON string payload, stored as its text"
+    );
+    let binary = client.add(json!({"queue": "mail", "payload_base64": "AP8Q", "delay": "1h"}))?;
+    let cli_binary = show(ctx, &file, binary)?;
+    ensure_eq!(
+        cli_binary["payload_base64"].as_str(),
+        Some("AP8Q"),
+        "a payload_base64 payload, stored as its bytes"
+    );
+    ensure_eq!(cli_binary["state"].as_str(), Some("ready"), "a delayed job's state");
+
+    let added = ctx.add(ctx.subject(), &file, "mail", "from the CLI", &[])?;
+    for id in [id, binary, added] {
+        let reply = client.get(&format!("/v1/jobs/{id}"))?;
+        expect(&reply, 200, "GET /v1/jobs/{id}")?;
+        same_job(&show(ctx, &file, id)?, &reply.json().unwrap_or(Value::Null), &format!("job {id}"))?;
+    }
+    let listed = client.get("/v1/jobs?queue=mail&state=delayed")?;
+    let jobs = listed.json().and_then(|v| v["jobs"].as_array().cloned()).unwrap_or_default();
+    ensure!(
+        jobs.len() == 1 && jobs[0]["id"] == binary,
+        format!("GET /v1/jobs?state=delayed: job {binary} alone"),
+        listed.show()
+    );
+    let stats = client.get("/v1/stats")?.json().unwrap_or(Value::Null);
+    let cli_stats = ctx.json(ctx.subject(), &["stats", path_str(&file), "--json"])?;
+    ensure_eq!(
+        &stats["queues"][0]["ready"],
+        &cli_stats["queues"][0]["ready"],
+        "stats ready over HTTP and through the CLI"
+    );
+    ensure_eq!(
+        &stats["queues"][0]["delayed"],
+        &cli_stats["queues"][0]["delayed"],
+        "stats delayed over HTTP and through the CLI"
+    );
+    Ok(())
+}
+
+fn claim_ack(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    let id = ctx.add(ctx.subject(), &file, "q", "work", &[])?;
+    let job =
+        client.claim(json!({"queue": "q", "lease": 30}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
+    for key in [
+        "id",
+        "queue",
+        "payload",
+        "attempt",
+        "max_attempts",
+        "priority",
+        "token",
+        "lease_until",
+        "created_at",
+        "last_error",
+    ] {
+        ensure!(job.get(key).is_some(), format!("the claimed job to carry {key}"), job.to_string());
+    }
+    ensure_eq!(
+        (job["id"].as_i64(), job["attempt"].as_i64(), job["payload"].as_str()),
+        (Some(id), Some(1), Some("work")),
+        "the claimed job"
+    );
+    ensure_eq!(field(ctx, &file, id, "state")?, Some("running".to_string()), "the claimed job in the file");
+    let ack = json!({"token": job["token"]});
+    let reply = client.post(&format!("/v1/jobs/{id}/ack"), ack.clone())?;
+    expect(&reply, 200, "ack")?;
+    ensure_eq!(reply.json(), Some(json!({"ok": true})), "ack's answer");
+    let listed = ctx.json(ctx.subject(), &["list", path_str(&file), "--state", "running", "--json"])?;
+    ensure!(
+        listed["jobs"].as_array().is_some_and(|j| j.is_empty()),
+        "no running job after the ack",
+        listed.to_string()
+    );
+    expect(&client.post(&format!("/v1/jobs/{id}/ack"), ack)?, 409, "a second ack")?;
+    ensure!(client.claim(json!({"queue": "q"}))?.is_none(), "204 on an empty queue", "a job");
+    Ok(())
+}
+
+fn fail_extend_release(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    let id = ctx.add(ctx.subject(), &file, "q", "x", &["--attempts", "3"])?;
+    let path = |step: &str| format!("/v1/jobs/{id}/{step}");
+    let job =
+        client.claim(json!({"queue": "q", "lease": "10s"}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
+    let extended = client.post(&path("extend"), json!({"token": job["token"], "lease": 120}))?;
+    expect(&extended, 200, "extend")?;
+    let until = extended.json().and_then(|v| v["lease_until"].as_str().map(String::from)).unwrap_or_default();
+    ensure!(
+        until.as_str() > job["lease_until"].as_str().unwrap_or(""),
+        format!("extend's lease_until past the claim's {}", job["lease_until"]),
+        extended.show()
+    );
+    let failed =
+        client.post(&path("fail"), json!({"token": job["token"], "error": "boom", "retry_in": 0}))?;
+    expect(&failed, 200, "fail with retry_in 0")?;
+    let body = failed.json().unwrap_or(Value::Null);
+    ensure!(
+        body["state"] == "ready" && body["run_at"].is_string(),
+        r#"{"state": "ready", "run_at": "..."}"#,
+        failed.show()
+    );
+    let cli = show(ctx, &file, id)?;
+    ensure_eq!(
+        (cli["state"].as_str(), cli["last_error"].as_str()),
+        (Some("ready"), Some("boom")),
+        "the failed job in the file"
+    );
+    let again = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("the job again", "204"))?;
+    ensure_eq!(again["attempt"].as_i64(), Some(2), "the second claim's attempt");
+    expect(&client.post(&path("release"), json!({"token": again["token"]}))?, 200, "release")?;
+    ensure_eq!(field(ctx, &file, id, "state")?, Some("ready".to_string()), "the released job");
+    let third = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("the job again", "204"))?;
+    let dead = client.post(&path("fail"), json!({"token": third["token"], "dead": true}))?;
+    ensure_eq!(dead.json(), Some(json!({"state": "dead"})), "fail with dead: true");
+    ensure_eq!(field(ctx, &file, id, "state")?, Some("dead".to_string()), "the job in the file");
+    expect(&client.post(&path("retry"), json!({}))?, 200, "retry a dead job")?;
+    ensure_eq!(field(ctx, &file, id, "state")?, Some("ready".to_string()), "the retried job");
+    let deleted = client.send("DELETE", &format!("/v1/jobs/{id}"), None, &[])?;
+    expect(&deleted, 200, "DELETE")?;
+    expect(&client.get(&format!("/v1/jobs/{id}"))?, 404, "a deleted job")?;
+    Ok(())
+}
+
+fn wrong_token(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    let id = ctx.add(ctx.subject(), &file, "q", "x", &[])?;
+    let job = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
+    let before = show(ctx, &file, id)?;
+    let other = "f".repeat(32);
+    for (step, body) in [
+        ("ack", json!({"token": other})),
+        ("fail", json!({"token": other, "error": "no"})),
+        ("extend", json!({"token": other, "lease": 600})),
+        ("release", json!({"token": other})),
+    ] {
+        expect(
+            &client.post(&format!("/v1/jobs/{id}/{step}"), body)?,
+            409,
+            &format!("{step} with another token"),
+        )?;
+        let now = show(ctx, &file, id)?;
+        ensure_eq!(
+            (&now["state"], &now["lease_until"], &now["attempts"]),
+            (&before["state"], &before["lease_until"], &before["attempts"]),
+            format!("the job after {step} with another token")
+        );
+    }
+    expect(
+        &client.post(&format!("/v1/jobs/{id}/ack"), json!({"token": job["token"]}))?,
+        200,
+        "ack with the token",
+    )?;
+    Ok(())
+}
+
+fn long_poll(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    ensure!(
+        client.claim(json!({"queue": "q", "wait": 1}))?.is_none(),
+        "204 after a wait with no job",
+        "a job"
+    );
+    let waiting = {
+        let client = client.clone();
+        std::thread::spawn(move || client.claim(json!({"queue": "q", "wait": 25})))
+    };
+    let id = ctx.add(ctx.subject(), &file, "q", "late", &[])?;
+    let job = waiting.join().map_err(|_| Failure::error("the client thread", "it panicked"))??;
+    let job = job.ok_or_else(|| Failure::fail(format!("the waiting claim to get job {id}"), "204"))?;
+    ensure_eq!(job["id"].as_i64(), Some(id), "the job the waiting claim got");
+    Ok(())
+}
+
+fn claims_race(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    const JOBS: usize = 120;
+    let payloads: Vec<String> = (0..JOBS).map(|i| format!("job {i}")).collect();
+    for p in &payloads {
+        client.add(json!({"queue": "q", "payload": p}))?;
+    }
+    let claimers: Vec<_> = (0..8)
+        .map(|_| {
+            let client = client.clone();
+            std::thread::spawn(move || -> Result<Vec<(i64, String)>, Failure> {
+                let mut got = Vec::new();
+                while let Some(job) = client.claim(json!({"queue": "q", "lease": 120}))? {
+                    got.push((
+                        job["id"].as_i64().unwrap_or(-1),
+                        job["token"].as_str().unwrap_or("").to_string(),
+                    ));
+                }
+                Ok(got)
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for c in claimers {
+        claimed.extend(c.join().map_err(|_| Failure::error("a client thread", "it panicked"))??);
+    }
+    let mut ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
+    ids.sort();
+    let twice: Vec<i64> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    ensure!(
+        twice.is_empty(),
+        format!("each of {JOBS} jobs claimed once"),
+        format!("claimed twice: {twice:?}")
+    );
+    ensure_eq!(ids.len(), JOBS, "jobs claimed");
+    let running = ctx.json(ctx.subject(), &["stats", path_str(&file), "--json"])?;
+    ensure_eq!(running["queues"][0]["running"].as_u64(), Some(JOBS as u64), "running jobs in the file");
+    Ok(())
+}
+
+/// Every endpoint of API.md, with a body each accepts.
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("POST", "/v1/jobs"),
+    ("GET", "/v1/jobs"),
+    ("GET", "/v1/jobs/1"),
+    ("DELETE", "/v1/jobs/1"),
+    ("POST", "/v1/jobs/1/ack"),
+    ("POST", "/v1/jobs/1/fail"),
+    ("POST", "/v1/jobs/1/extend"),
+    ("POST", "/v1/jobs/1/release"),
+    ("POST", "/v1/jobs/1/retry"),
+    ("POST", "/v1/claim"),
+    ("GET", "/v1/stats"),
+    ("POST", "/v1/retry"),
+    ("POST", "/v1/purge"),
+];
+
+fn auth(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[("UKUE_TOKEN", TOKEN)])?;
+    let id = ctx.add(ctx.subject(), &file, "q", "x", &[])?;
+    ensure_eq!(id, 1, "the first job's id");
+    let bare = Client::new(client.port, None);
+    let wrong = Client::new(client.port, Some(&TOKEN.replace('0', "1")));
+    for (method, path) in ENDPOINTS {
+        let body =
+            (*method == "POST").then_some(br#"{"queue": "q", "token": "t", "state": "dead"}"#.as_slice());
+        for (who, c) in [("no token", &bare), ("a wrong token", &wrong)] {
+            expect(&c.send(method, path, body, &[])?, 401, &format!("{method} {path} with {who}"))?;
+        }
+    }
+    let cli = show(ctx, &file, 1)?;
+    ensure_eq!(cli["state"].as_str(), Some("ready"), "the job after every refused request");
+    expect(&client.get("/v1/stats")?, 200, "GET /v1/stats with the token")?;
+    Ok(())
+}
+
+fn body_limit(ctx: &mut Ctx) -> CaseResult {
+    let (file, server, _client) = start(ctx, &["--max-body", "1000"], &[])?;
+    let body = json!({"queue": "q", "payload": "x".repeat(2000)}).to_string();
+    let request = format!(
+        "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        server.port,
+        body.len()
+    );
+    let reply = raw(server.port, request.as_bytes())?;
+    ensure_eq!(reply.status, 413, "the status for a 2000-byte body with --max-body 1000");
+    let listed = ctx.json(ctx.subject(), &["list", path_str(&file), "--json"])?;
+    ensure!(listed["jobs"].as_array().is_some_and(|j| j.is_empty()), "no job added", listed.to_string());
+    Ok(())
+}
+
+fn bad_requests(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    expect(&client.send("POST", "/v1/jobs", Some(b"{\"queue\": "), &[])?, 400, "bad JSON")?;
+    expect(&client.post("/v1/jobs", json!({"queue": "q", "colour": "red"}))?, 400, "an unknown field")?;
+    expect(&client.post("/v1/jobs", json!({"queue": "q", "priority": 101}))?, 400, "priority 101")?;
+    expect(&client.post("/v1/jobs/abc/ack", json!({"token": "t"}))?, 400, "a job id that is not a number")?;
+    expect(&client.get("/v1/jobs/999")?, 404, "an unknown job")?;
+    expect(&client.get("/v1/nothing-here")?, 404, "an unknown endpoint")?;
+    expect(&client.send("PUT", "/v1/claim", Some(b"{}"), &[])?, 405, "PUT /v1/claim")?;
+    let listed = ctx.json(ctx.subject(), &["list", path_str(&file), "--json"])?;
+    ensure!(
+        listed["jobs"].as_array().is_some_and(|j| j.is_empty()),
+        "no job added by a refused request",
+        listed.to_string()
+    );
+    Ok(())
+}
+
+fn cross_origin(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = start(ctx, &[], &[])?;
+    let add = br#"{"queue": "q"}"#.as_slice();
+    expect(
+        &client.send("POST", "/v1/jobs", Some(add), &[("Sec-Fetch-Site", "cross-site")])?,
+        403,
+        "an add from another site (Sec-Fetch-Site)",
+    )?;
+    expect(
+        &client.send("POST", "/v1/jobs", Some(add), &[("Origin", "http://evil.example")])?,
+        403,
+        "an add from another origin (Origin)",
+    )?;
+    let listed = ctx.json(ctx.subject(), &["list", path_str(&file), "--json"])?;
+    ensure!(
+        listed["jobs"].as_array().is_some_and(|j| j.is_empty()),
+        "no job added from another site",
+        listed.to_string()
+    );
+    expect(
+        &client.send("POST", "/v1/jobs", Some(add), &[("Sec-Fetch-Site", "same-origin")])?,
+        201,
+        "an add from the same origin",
+    )?;
+    Ok(())
+}
+
+fn dns_rebinding(ctx: &mut Ctx) -> CaseResult {
+    let (file, server, client) = start(ctx, &[], &[])?;
+    let evil = format!("evil.example:{}", server.port);
+    expect(
+        &client.send("GET", "/v1/stats", None, &[("Host", &evil)])?,
+        403,
+        "GET /v1/stats addressed to evil.example",
+    )?;
+    expect(
+        &client.send("POST", "/v1/jobs", Some(br#"{"queue": "q"}"#), &[("Host", &evil)])?,
+        403,
+        "an add addressed to evil.example",
+    )?;
+    let listed = ctx.json(ctx.subject(), &["list", path_str(&file), "--json"])?;
+    ensure!(listed["jobs"].as_array().is_some_and(|j| j.is_empty()), "no job added", listed.to_string());
+    let local = format!("localhost:{}", server.port);
+    expect(
+        &client.send("GET", "/v1/stats", None, &[("Host", &local)])?,
+        200,
+        "GET /v1/stats addressed to localhost",
+    )?;
+    Ok(())
+}
+
+fn beyond_loopback(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("jobs.ukue")?;
+    let subject = ctx.subject().clone();
+    match server::launch(&ctx.procs, &ctx.dir, &subject, &file, "0.0.0.0", &[], &[])? {
+        Started::Exited { status, .. } if !status.success() => {}
+        Started::Exited { status, stderr } => {
+            return Err(Failure::fail(
+                "serve --addr 0.0.0.0:PORT without a token to be refused",
+                format!("it exited ({status}): {}", clip(&stderr)),
+            ))
+        }
+        Started::Listening(_) => {
+            return Err(Failure::fail(
+                "serve --addr 0.0.0.0:PORT without a token to be refused",
+                "it listened",
+            ))
+        }
+    }
+    match server::launch(&ctx.procs, &ctx.dir, &subject, &file, "0.0.0.0", &["--allow-no-token"], &[])? {
+        Started::Listening(_) => Ok(()),
+        Started::Exited { status, stderr } => Err(Failure::fail(
+            "serve --addr 0.0.0.0:PORT --allow-no-token to listen",
+            format!("it exited ({status}): {}", clip(&stderr)),
+        )),
+    }
+}
+
+fn refuses_format_2(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("v2.ukue")?;
+    rusqlite::Connection::open(&file)?
+        .execute("UPDATE ukue_meta SET value = '2' WHERE key = 'format_version'", [])?;
+    let before = std::fs::read(&file)?;
+    let subject = ctx.subject().clone();
+    match server::launch(&ctx.procs, &ctx.dir, &subject, &file, "127.0.0.1", &[], &[])? {
+        Started::Exited { status, .. } if !status.success() => {}
+        Started::Exited { status, .. } => {
+            return Err(Failure::fail("serve to refuse a format 2 file", format!("it exited ({status})")))
+        }
+        Started::Listening(_) => return Err(Failure::fail("serve to refuse a format 2 file", "it listened")),
+    }
+    let after = std::fs::read(&file)?;
+    ensure!(
+        before == after,
+        "the refused file byte for byte unchanged",
+        crate::cases::common::bytes_diff(&before, &after)
+    );
+    Ok(())
+}
+
+fn slow_client(ctx: &mut Ctx) -> CaseResult {
+    let (_file, server, client) = start(ctx, &[], &[])?;
+    // Many connections that send half a request head and stop.
+    let mut slow = Vec::new();
+    for _ in 0..64 {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port))?;
+        std::io::Write::write_all(&mut stream, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")?;
+        slow.push(stream);
+    }
+    let started = std::time::Instant::now();
+    for i in 0..10 {
+        client.add(json!({"queue": "q", "payload": format!("{i}")}))?;
+    }
+    ensure!(
+        started.elapsed() < Duration::from_secs(20),
+        "others served while slow clients hold connections",
+        format!("10 adds took {:?}", started.elapsed())
+    );
+    drop(slow);
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! A subject's `serve` process and a client of its HTTP API (API.md):
+//! started on a free loopback port, ready once it accepts a connection.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::ctx::{clip, path_str, Ctx};
+use super::process::{Procs, Spawned};
+use super::Subject;
+use crate::cases::Failure;
+
+/// How long a server may take to listen.
+pub const STARTUP: Duration = Duration::from_secs(15);
+/// How long one request may take (the longest claim waits 30 s).
+const REQUEST: Duration = Duration::from_secs(45);
+
+/// A running `serve` of a subject.
+pub struct ServerProcess {
+    pub process: Spawned,
+    pub port: u16,
+    pub stderr_path: std::path::PathBuf,
+}
+
+/// How a `serve` that was started ended up.
+pub enum Started {
+    Listening(ServerProcess),
+    /// It exited before it accepted a connection.
+    Exited {
+        status: ExitStatus,
+        stderr: String,
+    },
+}
+
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+}
+
+/// Starts `who serve FILE --addr ADDR EXTRA...` with `env`, and waits
+/// until it accepts a connection on `port` or exits.
+pub fn launch(
+    procs: &Procs,
+    dir: &Path,
+    who: &Subject,
+    file: &Path,
+    addr_host: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Started, Failure> {
+    let port = free_port()?;
+    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+    let stderr_path = dir.join(format!("serve-{n}.stderr"));
+    let mut cmd = Command::new(&who.program);
+    cmd.args(&who.args)
+        .args(["serve", path_str(file), "--addr", &format!("{addr_host}:{port}")])
+        .args(extra)
+        .env_remove("UKUE_TOKEN")
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&stderr_path)?));
+    let mut process = procs
+        .spawn(&mut cmd)
+        .map_err(|e| Failure::error(format!("{} serve to start", who.name), e.to_string()))?;
+    let deadline = Instant::now() + STARTUP;
+    let connect_to = if addr_host == "0.0.0.0" { "127.0.0.1" } else { addr_host };
+    loop {
+        if let Some(status) = process.child.try_wait()? {
+            let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            return Ok(Started::Exited { status, stderr });
+        }
+        if TcpStream::connect((connect_to, port)).is_ok() {
+            return Ok(Started::Listening(ServerProcess { process, port, stderr_path }));
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::timeout(
+                format!("{} serve to listen on port {port} within {} s", who.name, STARTUP.as_secs()),
+                "it neither listened nor exited",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts the case's subject serving `file` on loopback; it must listen.
+pub fn serve(ctx: &Ctx, file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Result<ServerProcess, Failure> {
+    match launch(&ctx.procs, &ctx.dir, ctx.subject(), file, "127.0.0.1", extra, env)? {
+        Started::Listening(server) => Ok(server),
+        Started::Exited { status, stderr } => Err(Failure::fail(
+            format!("`serve {} --addr 127.0.0.1:PORT {}` to listen", path_str(file), extra.join(" ")),
+            format!("it exited ({status}): {}", clip(&stderr)),
+        )),
+    }
+}
+
+/// Whether the subject has `serve`, for the runner. The rule
+/// (spec/CONFORMANCE.md): `IMPL serve FILE --addr 127.0.0.1:PORT` on a
+/// fresh file exits 2 (a usage error) before it listens: no `serve`, and
+/// the http cases are skipped with the reason returned. Anything else
+/// (it listens, exits otherwise, or hangs) runs the cases, so a broken
+/// `serve` fails them rather than hiding.
+pub fn missing_serve(dir: &Path, subject: &Subject, reference: &Subject) -> Option<String> {
+    let procs = Procs::new(format!("ukue-serve-detect-{}", std::process::id()));
+    let file = dir.join("serve-detect.ukue");
+    let init = Command::new(&reference.program).args(&reference.args).arg("init").arg(&file).output();
+    if !init.is_ok_and(|o| o.status.success()) {
+        return None;
+    }
+    let started = launch(&procs, dir, subject, &file, "127.0.0.1", &[], &[]);
+    let reason = match started {
+        Ok(Started::Exited { status, stderr }) if status.code() == Some(2) => Some(format!(
+            "the subject has no `serve`: `{} serve FILE --addr 127.0.0.1:PORT` exited 2 (a usage error) without listening: {}",
+            subject.name,
+            clip(stderr.lines().last().unwrap_or(""))
+        )),
+        _ => None,
+    };
+    procs.kill_all();
+    let _ = std::fs::remove_file(&file);
+    reason
+}
+
+/// An answer: its status, headers (names in lower case) and body.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+    /// `{"error": "..."}`, as every refusal must be.
+    pub fn is_json_error(&self) -> bool {
+        self.json().is_some_and(|v| v["error"].is_string())
+    }
+    pub fn show(&self) -> String {
+        format!("{} {}", self.status, clip(&self.text()))
+    }
+}
+
+/// A client of one server, with the token it sends (if any).
+#[derive(Clone)]
+pub struct Client {
+    pub port: u16,
+    pub token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn new(port: u16, token: Option<&str>) -> Client {
+        let agent = ureq::AgentBuilder::new().timeout(REQUEST).redirects(0).build();
+        Client { port, token: token.map(String::from), agent }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// One request; `headers` are sent as given (a Host among them replaces the usual one).
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, Failure> {
+        let mut req = self.agent.request(method, &self.url(path));
+        if let Some(token) = &self.token {
+            req = req.set("Authorization", &format!("Bearer {token}"));
+        }
+        for (k, v) in headers {
+            req = req.set(k, v);
+        }
+        if body.is_some() {
+            req = req.set("Content-Type", "application/json");
+        }
+        let result = match body {
+            Some(bytes) => req.send_bytes(bytes),
+            None => req.call(),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => {
+                return Err(Failure::fail(format!("an answer to {method} {path}"), format!("no answer: {e}")))
+            }
+        };
+        let status = response.status();
+        let headers = response
+            .headers_names()
+            .into_iter()
+            .filter_map(|n| response.header(&n).map(|v| (n.to_ascii_lowercase(), v.to_string())))
+            .collect();
+        let mut body = Vec::new();
+        response.into_reader().take(16 << 20).read_to_end(&mut body)?;
+        Ok(Reply { status, headers, body })
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> Result<Reply, Failure> {
+        self.send("POST", path, Some(body.to_string().as_bytes()), &[])
+    }
+
+    pub fn get(&self, path: &str) -> Result<Reply, Failure> {
+        self.send("GET", path, None, &[])
+    }
+
+    /// `POST /v1/jobs`; the new id.
+    pub fn add(&self, body: Value) -> Result<i64, Failure> {
+        let reply = self.post("/v1/jobs", body.clone())?;
+        let id = reply.json().and_then(|v| v["id"].as_i64());
+        match (reply.status, id) {
+            (201, Some(id)) => Ok(id),
+            _ => Err(Failure::fail(format!("POST /v1/jobs {body}: 201 {{\"id\": N}}"), reply.show())),
+        }
+    }
+
+    /// `POST /v1/claim`: the job, or None on 204.
+    pub fn claim(&self, body: Value) -> Result<Option<Value>, Failure> {
+        let reply = self.post("/v1/claim", body.clone())?;
+        match (reply.status, reply.json()) {
+            (204, _) => Ok(None),
+            (200, Some(job)) if job["id"].is_i64() && job["token"].is_string() => Ok(Some(job)),
+            _ => Err(Failure::fail(format!("POST /v1/claim {body}: 200 with a job, or 204"), reply.show())),
+        }
+    }
+}
+
+/// Writes `bytes` raw to the server and reads the answer to the end (for
+/// what a client library will not send: a body past a limit, a request cut short).
+pub fn raw(port: u16, bytes: &[u8]) -> Result<Reply, Failure> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(REQUEST))?;
+    let _ = stream.write_all(bytes);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| Failure::fail("an HTTP answer", format!("{:?}", String::from_utf8_lossy(&answer))))?;
+    let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(Reply { status, headers, body: answer[split + 4..].to_vec() })
+}

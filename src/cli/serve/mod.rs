@@ -1,0 +1,137 @@
+//! `ukue serve`: the HTTP API of the published API.md, for programs on
+//! other machines (SQLite's locks do not work over network file systems).
+//! The API runs on tokio; every step on the file runs on a blocking thread
+//! ([`store`]), so a busy file never stalls the async threads.
+
+mod guard;
+mod routes;
+mod store;
+mod wire;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::args::{ListenAddr, ServeArgs};
+use crate::OpenOptions;
+
+/// Deliberate flaws, for the harness's broken servers (ukue-broken). The
+/// real command has none.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default)]
+pub struct Flaws {
+    /// One route, as `METHOD /path` (axum's pattern), served without the token.
+    pub unauthenticated: Option<&'static str>,
+    /// Bodies of any size are read.
+    pub no_body_limit: bool,
+}
+
+/// The longest a claim may wait for a job (API.md).
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// How long a stopping server lets requests in flight finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// What every request can reach.
+pub(crate) struct Server {
+    pub store: store::Store,
+    pub token: Option<String>,
+    pub max_body: usize,
+    pub flaws: Flaws,
+    /// Set once SIGINT or SIGTERM came: waiting claims answer 204 at once.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+pub fn serve(options: OpenOptions, args: ServeArgs, flaws: Flaws) -> Result<()> {
+    let token = token(&args)?;
+    let loopback = is_loopback(&args.addr.host);
+    if token.is_none() && !loopback && !args.allow_no_token {
+        bail!(
+            "listening beyond this machine needs a token: set UKUE_TOKEN or --token-file, \
+             or pass --allow-no-token if something else guards the port"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(bind_addr(&args.addr)?)
+            .await
+            .with_context(|| format!("listening on {}:{}", args.addr.host, args.addr.port))?;
+        let bound = listener.local_addr()?;
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        let server = Arc::new(Server {
+            store: store::Store::new(&args.file, options, args.keep_done),
+            max_body: if flaws.no_body_limit { usize::MAX } else { usize::try_from(args.max_body)? },
+            token,
+            flaws,
+            stop: stop.clone(),
+        });
+        let hosts = loopback.then(|| guard::Hosts::loopback(bound));
+        let auth = if server.token.is_some() { "token required" } else { "no token" };
+        eprintln!("ukue serve: {} on http://{bound} ({auth})", args.file.display());
+        let app = routes::router(server, hosts);
+        let mut stopped = stop.clone();
+        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        });
+        tokio::select! {
+            r = serving => r.context("serving")?,
+            r = signals(stop_tx) => r?,
+        }
+        eprintln!("ukue serve: stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Waits for SIGINT or SIGTERM, tells everyone, then gives requests in
+/// flight [`SHUTDOWN_GRACE`] before the server stops regardless.
+async fn signals(stop: tokio::sync::watch::Sender<bool>) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+    eprintln!("ukue serve: stopping");
+    let _ = stop.send(true);
+    tokio::time::sleep(SHUTDOWN_GRACE).await;
+    Ok(())
+}
+
+fn token(args: &ServeArgs) -> Result<Option<String>> {
+    if let Some(path) = &args.token_file {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let token = text.trim();
+        if token.is_empty() {
+            bail!("token file {} is empty", path.display());
+        }
+        return Ok(Some(token.to_string()));
+    }
+    Ok(std::env::var("UKUE_TOKEN").ok().filter(|t| !t.is_empty()))
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn bind_addr(addr: &ListenAddr) -> Result<SocketAddr> {
+    let ip = match addr.host.as_str() {
+        "" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        h if h.eq_ignore_ascii_case("localhost") => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        h => match h.parse() {
+            Ok(ip) => ip,
+            Err(_) => {
+                use std::net::ToSocketAddrs;
+                return (h, addr.port)
+                    .to_socket_addrs()?
+                    .next()
+                    .with_context(|| format!("{h}: no address for this name"));
+            }
+        },
+    };
+    Ok(SocketAddr::new(ip, addr.port))
+}
