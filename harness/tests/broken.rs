@@ -70,7 +70,9 @@ fn heavy_each_broken_program_fails_the_case_meant_to_catch_it() {
             escaped.push(format!("{bug}: {case} was {status} (exit {code}) {stderr}"));
         } else {
             let report = report.unwrap();
-            assert!(report["replay"].as_str().unwrap().contains(case), "a replay command for {case}");
+            let replay = report["replay"].as_str().unwrap();
+            assert!(replay.contains(case), "a replay command for {case}");
+            assert!(replay.starts_with(&format!("UKUE_BROKEN={bug} ")), "the replay keeps the bug: {replay}");
             assert!(report["expected"].is_string() && report["seen"].is_string(), "{report}");
         }
     }

@@ -32,7 +32,7 @@ use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
 use crate::history::{Added, Execution, History, UnknownAdd};
 use crate::subjects::ctx::{clip, path_str, Ctx};
-use crate::subjects::observe::file::read;
+use crate::subjects::observe::file::{end_backoffs, read};
 use crate::subjects::observe::strace::printed_id;
 use crate::subjects::probe::{self, Action};
 use crate::subjects::worker::{start_worker, WorkerProcess};
@@ -110,8 +110,9 @@ const KILL_SHARE: Range<f64> = 0.4..1.2;
 /// A running job whose lease ran out this long ago, while idle workers
 /// claim every 20 ms (and each claim reaps, FORMAT.md §5.4), is stuck.
 const STUCK_AFTER_MS: i64 = 8_000;
-/// What the drain needs beyond the longest backoff: the last leases, the
-/// last runs, a loaded machine.
+/// What the drain needs beyond 1.1 times the kill period: the last leases,
+/// the last runs, a loaded machine. (The drain ends each backoff at once,
+/// whatever the subject's backoff is.)
 const DRAIN_MARGIN: Duration = Duration::from_secs(30);
 
 /// Every random choice of a case, drawn from its seed before anything runs.
@@ -666,9 +667,10 @@ fn descendants(root: i32) -> Vec<i32> {
 /// out long ago, while the workers claim all the time, fails at once.
 fn drain(ctx: &Ctx, file: &Path, workers: &mut [WorkerProcess], limit: Duration) -> Result<(), Failure> {
     let what =
-        "every job to finish or end dead after the kills (a killed job is due again after its backoff)";
+        "every job to finish or end dead after the kills (the case ends each backoff at once)";
     ctx.wait_for(what, limit, || {
         exited_by_itself(workers)?;
+        end_backoffs(file, None)?;
         let conn = read(file)?;
         let open: i64 = conn.query_row(
             "SELECT count(*) FROM ukue_jobs WHERE state IN ('ready', 'running')",

@@ -11,7 +11,7 @@ use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
 use crate::history::{Added, Execution};
 use crate::subjects::ctx::Ctx;
-use crate::subjects::observe::file::{job_count, read, state_and_attempts, write};
+use crate::subjects::observe::file::{end_backoffs, job_count, read, state_and_attempts, write};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::start_worker;
 use crate::subjects::Subject;
@@ -106,11 +106,15 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
         [now_ms() - 1, job],
     )?;
     let taker = start_worker(ctx, &subject, &file, "q", &["--lease", "30s", "--poll", "20ms"])?;
-    // The taker reaps the job, which is due again after the 10-11 s backoff.
+    // The taker reaps the job, which is due again after the subject's own
+    // backoff: the case ends that backoff as soon as the file shows it.
     let taken = ctx.wait_for(
         "a second worker to take the job after its lease ran out",
         Duration::from_secs(40),
-        || Ok(started(ctx, job, 2)?.is_some()),
+        || {
+            end_backoffs(&file, Some(job))?;
+            Ok(started(ctx, job, 2)?.is_some())
+        },
     );
     // Wake the stopped worker while the new holder runs: its late finish
     // must be refused.

@@ -225,6 +225,11 @@ fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
 /// The replay command for this run, without `--cases`.
 fn replay_prefix(args: &ConformanceArgs, subjects: &Subjects, seed: u64) -> String {
     let mut line = format!("{} --impl {} --seed {seed}", me(), subjects.subject.program.display());
+    // ukue-broken's choice of bug lives in the environment: without it the
+    // line would replay a sound subject.
+    if let Some(bug) = std::env::var_os("UKUE_BROKEN") {
+        line.insert_str(0, &format!("UKUE_BROKEN={} ", bug.to_string_lossy()));
+    }
     if let Some(r) = &args.reference {
         line.push_str(&format!(" --reference {}", r.display()));
     }

@@ -124,6 +124,19 @@ pub fn rows_as_text(path: &Path) -> Result<Vec<String>, Failure> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Makes the ready jobs that wait out a backoff (a failed or reaped
+/// attempt, so `attempts > 0`) due now, all of them or job `only`; returns
+/// how many. Each program picks its own backoff (FORMAT.md §5.6), so a case
+/// that needs a job to run again must not wait on any one program's; a
+/// ready job's `run_at` is no running job's, and any program may set it.
+pub fn end_backoffs(path: &Path, only: Option<i64>) -> Result<usize, Failure> {
+    Ok(write(path)?.execute(
+        "UPDATE ukue_jobs SET run_at = ?1
+         WHERE state = 'ready' AND attempts > 0 AND run_at > ?1 AND (?2 IS NULL OR id = ?2)",
+        rusqlite::params![crate::subjects::probe::now_ms(), only],
+    )?)
+}
+
 /// The number of jobs in the file, in any state.
 pub fn job_count(path: &Path) -> Result<i64, Failure> {
     Ok(read(path)?.query_row("SELECT count(*) FROM ukue_jobs", [], |r| r.get(0))?)
