@@ -9,12 +9,12 @@
 //! intact (`PRAGMA integrity_check` and FORMAT.md §7) after every kill and
 //! at the end (§6.3).
 //!
-//! A reaped job is due again only after the backoff (10 s × 2^(attempts−1)
-//! plus up to 10%), so a case kills for a bounded period (about 300 ms a
-//! kill), and the drain's deadline covers the backoff of a job killed as
-//! often as that period allows. The kills (`--crash-kills`, 200 by
-//! default) are shared out among four cases that differ in the workers'
-//! concurrency, and run side by side within `--jobs`.
+//! A reaped or failed job is due again only after the subject's backoff,
+//! which each program picks for itself (FORMAT.md §5.6), so a case kills
+//! for a bounded period (about 300 ms a kill) and, while it drains, makes
+//! every job that waits out a backoff due at once. The kills
+//! (`--crash-kills`, 200 by default) are shared out among four cases that
+//! differ in the workers' concurrency, and run side by side within `--jobs`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
