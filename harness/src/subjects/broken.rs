@@ -99,6 +99,41 @@ pub const BUGS: &[Bug] = &[
         serve: SOUND,
     },
     Bug {
+        name: "short-token",
+        what: "a claim stores only the first 8 hex digits of its token: 32 bits, not at least 128",
+        edits: &[
+            (Stmt::Take, "token = :token", "token = substr(:token, 1, 8)"),
+            (Stmt::FinishDelete, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::FinishKeep, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Fail, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Renew, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Release, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "no-busy-timeout",
+        what: "sets no busy timeout: a command that finds the file locked by another writer fails at once",
+        edits: &[(Stmt::SetBusyTimeout, "= 5000", "= 0")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "default-layout-only",
+        what:
+            "reads the version only from a file of 4096-byte pages in UTF-8 (SQLite's defaults): refuses any \
+               other page size or text encoding as a file without a version",
+        edits: &[(
+            Stmt::ReadVersion,
+            "WHERE key = 'format_version'",
+            "WHERE key = 'format_version' AND (SELECT page_size FROM pragma_page_size) = 4096 \
+             AND (SELECT encoding FROM pragma_encoding) = 'UTF-8'",
+        )],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
         name: "sync-normal",
         what: "commits are not synced before they are acknowledged",
         edits: &[(Stmt::SetSynchronous, "FULL", "NORMAL")],
