@@ -6,7 +6,22 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::report::human::failure_text;
+use crate::report::not_passed;
 use crate::runner::{CaseReport, Status};
+
+/// A case that did not pass in full: its failure, the text of its rule,
+/// and its timeline.
+fn details(r: &CaseReport) -> String {
+    let mut text = failure_text(r);
+    if let Some(rule) = &r.rule_text {
+        text.push_str(&format!("\n{}:\n{rule}\n", r.rule));
+    }
+    if let Some(timeline) = &r.timeline {
+        text.push('\n');
+        text.push_str(&timeline.text());
+    }
+    text
+}
 
 pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> std::io::Result<()> {
     let mut report = Report::new("ukue-conformance");
@@ -43,10 +58,14 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
             case.set_classname(family);
             case.add_property(Property::new("level", r.level.as_str()));
             case.add_property(Property::new("status", r.status.as_str()));
-            if r.status == Status::Warn {
-                // JUnit knows no warning: the case counts as passed, and
-                // says why it is a warning where CI systems show output.
-                case.set_system_out(failure_text(r));
+            if !r.rules.is_empty() {
+                case.add_property(Property::new("rules", r.rules.join(" ")));
+            }
+            if not_passed(r) {
+                // JUnit knows no warning: a warned case counts as passed, and
+                // says why where CI systems show output; every case that did
+                // not pass shows there what the HTML report shows of it.
+                case.set_system_out(details(r));
             }
             case.set_time(Duration::from_millis(r.duration_ms as u64));
             suite.add_test_case(case);
