@@ -55,9 +55,9 @@ blockquote.rule{border-left:3px solid #90caf9;margin:6px 0;padding:2px 10px;back
 svg.timeline{display:block;margin:6px 0;font:11px system-ui,sans-serif;max-width:100%;height:auto}
 svg .lane-bg{fill:#fff}svg .lane-bg.odd{fill:#f6f7f9}svg .life{stroke:#c7c7c7;stroke-width:1}
 svg .axis line{stroke:#e3e3e3}svg .axis text{fill:#666;text-anchor:middle}
-.run.finished,i.finished{fill:#43a047;background:#43a047}.run.failed,i.failed{fill:#fb8c00;background:#fb8c00}
-.run.killed,i.killed{fill:#757575;background:#757575}.run.lease-lost,i.lease-lost{fill:#e53935;background:#e53935}
-svg.has-blame .run:not(.blamed){opacity:.35}.run.blamed{stroke:#000;stroke-width:1.6}
+.finished{fill:#43a047}i.finished{background:#43a047}.failed{fill:#fb8c00}i.failed{background:#fb8c00}
+.killed{fill:#757575}i.killed{background:#757575}.lease-lost{fill:#e53935}i.lease-lost{background:#e53935}
+svg.has-blame .run:not(.blamed),svg.has-blame .claim:not(.blamed){opacity:.35}.claim.blamed{fill:#000}.run.blamed{stroke:#000;stroke-width:1.6}
 i.blamed{background:#fff;outline:2px solid #000}
 .slice{fill:#607d8b}.overlap{fill:#d50000;fill-opacity:.14;stroke:#d50000;stroke-dasharray:3 2}
 i.overlap{background:#fbd3d3;outline:1px dashed #d50000}
@@ -253,7 +253,7 @@ fn case_section(out: &mut String, r: &CaseReport) {
 fn timeline_block(out: &mut String, t: &Timeline) {
     let _ = write!(
         out,
-        "<h3>Timeline</h3><p>{} worker processes, {} runs{}, over {:.1} s. A lane is a worker process, a bar a run of a job from its claim to its end.</p>",
+        "<h3>Timeline</h3><p>{} worker processes, {} runs{}, over {:.1} s. A lane is a worker process, a bar a run of a job from its claim (a thin line until its command started) to its end.</p>",
         t.lanes.len(),
         t.runs,
         if t.bars.len() < t.runs {

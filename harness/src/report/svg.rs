@@ -1,6 +1,7 @@
 //! A [`Timeline`] drawn as inline SVG, for the HTML report: a lane per
 //! worker process (a row per command it ran at once), a bar per run from
-//! its claim to its end, coloured by how it ended, the blamed runs
+//! its claim to its end (a thin line until its command started), coloured
+//! by how it ended, the blamed runs
 //! outlined and the others faded, a red band where two blamed runs of one
 //! job overlapped, and the marks. Every bar and mark has a `<title>` (job,
 //! attempt, token…), which a browser shows on hover, and `data-` attributes
@@ -126,8 +127,20 @@ pub fn draw(t: &Timeline, view: View) -> String {
     overlaps(&mut svg, t, &bars, AXIS_H, height, &x);
     for bar in &bars {
         let top = tops[bar.lane as usize].unwrap_or(0.0) + LANE_PAD + bar.row as f64 * ROW_H;
-        let x1 = x(bar.claim_ms.max(from));
+        // From the claim to the command's start a thin line, then the bar.
+        let x0 = x(bar.claim_ms.max(from));
+        let x1 = x(bar.start_ms.clamp(bar.claim_ms.max(from), bar.end_ms.min(to)));
         let x2 = x(bar.end_ms.min(to)).max(x1 + MIN_BAR_W);
+        if x1 - x0 >= 1.0 {
+            let _ = write!(
+                svg,
+                r#"<rect class="claim {}{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="2"/>"#,
+                end_class(bar.end),
+                if bar.blamed { " blamed" } else { "" },
+                top + ROW_H / 2.0 - 1.5,
+                x1 - x0
+            );
+        }
         let _ = write!(
             svg,
             r#"<rect class="run {}{}" x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{}" data-job="{}" data-attempt="{}" data-pid="{}" data-from="{}" data-to="{}"><title>{}</title></rect>"#,
