@@ -211,16 +211,8 @@ fn page_size_and_encoding(ctx: &mut Ctx) -> CaseResult {
         )?;
         let spec = Spec::builtin();
         conn.execute_batch(spec.sql(Stmt::SetApplicationId))?;
-        let creates = [
-            Stmt::CreateMeta,
-            Stmt::CreateJobs,
-            Stmt::CreateIndexDue,
-            Stmt::CreateIndexNext,
-            Stmt::CreateIndexLeases,
-            Stmt::CreateIndexState,
-        ];
-        for stmt in creates {
-            conn.execute_batch(spec.sql(stmt))?;
+        for stmt in Stmt::SCHEMA {
+            conn.execute_batch(spec.sql(*stmt))?;
         }
         for (key, value) in [("format_version", "1"), ("created_at", "0"), ("created_by", "ukue-conformance")]
         {
