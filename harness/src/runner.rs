@@ -19,6 +19,7 @@ use crate::report::timeline::Timeline;
 use crate::report::Reporter;
 use crate::spec as rules;
 use crate::subjects::ctx::Ctx;
+use crate::subjects::worker::PROBE_LOG;
 use crate::subjects::Subjects;
 
 pub mod partition;
@@ -326,6 +327,7 @@ fn run_in(
     let deadline = Instant::now() + config.case_timeout;
     let seed = case_seed(config.seed, case.id);
     let marker = format!("{}-{}", std::process::id(), case.id);
+    let log = dir.join(PROBE_LOG);
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
     ctx.crash_kills = config.crash_kills;
     let (tx, rx) = mpsc::channel();
@@ -361,7 +363,11 @@ fn run_in(
                 format!("the case to finish within {} s", config.case_timeout.as_secs()),
                 "it was still running",
             )),
-            None,
+            // What the probe recorded of the stuck case, for its timeline.
+            crate::history::read_log(&log)
+                .ok()
+                .filter(|runs| !runs.is_empty())
+                .map(|executions| History { executions, ..History::default() }),
         ),
     }
 }

@@ -96,6 +96,10 @@ fn a_failing_runs_json_and_junit_carry_its_timeline_and_merge_makes_the_same_pag
 
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
     assert!(junit.contains("timeline: 3 worker processes") && junit.contains("[blamed]"), "{junit}");
+    assert!(
+        junit.contains("name=\"run\" value=\"") && junit.contains("ukue-broken (ukue "),
+        "the run, as the HTML's top: {junit}"
+    );
 
     let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     let merged = dir.path().join("merged.html");

@@ -101,7 +101,7 @@ impl ReportFiles {
     pub fn write(&self, reports: &[CaseReport], elapsed: Duration, runs: &[RunInfo]) -> anyhow::Result<()> {
         use anyhow::Context;
         if let Some(path) = &self.junit {
-            report::write_junit(path, reports, elapsed)
+            report::write_junit(path, reports, elapsed, runs)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         if let Some(path) = &self.html {

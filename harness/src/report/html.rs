@@ -38,7 +38,7 @@ const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1260px;padding:0 16px 40px;color:#1b1b1b}
 h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:16px 0 6px}
-table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:6px 0}table.run{width:100%}table.run td{overflow-wrap:anywhere}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}td.zero{color:#bbb}
 .verdict{font-size:16px;font-weight:600;padding:6px 10px;border-radius:4px;display:inline-block}
 .verdict.ok{background:#e8f5e9;color:#1b5e20}.verdict.bad{background:#ffebee;color:#b71c1c}

@@ -7,7 +7,7 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 
 use crate::report::human::failure_text;
 use crate::report::not_passed;
-use crate::runner::{CaseReport, Status};
+use crate::runner::{CaseReport, RunInfo, Status};
 
 /// A case that did not pass in full: its failure, the text of its rule,
 /// and its timeline.
@@ -23,7 +23,24 @@ fn details(r: &CaseReport) -> String {
     text
 }
 
-pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> std::io::Result<()> {
+/// One run (or shard) on a line: what ran against what, where and when.
+fn run_text(run: &RunInfo) -> String {
+    let version = run.implementation_version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
+    let shard = run.partition.as_deref().map(|p| format!(", shard {p}")).unwrap_or_default();
+    format!(
+        "{}{version} against {}, seed {}{shard}, {} on {}, started {}",
+        run.implementation, run.reference, run.seed, run.runner, run.machine, run.started_at
+    )
+}
+
+/// `runs` is what the run was (one per shard when merged): each suite
+/// carries it as a `run` property.
+pub fn write_junit(
+    path: &Path,
+    reports: &[CaseReport],
+    elapsed: Duration,
+    runs: &[RunInfo],
+) -> std::io::Result<()> {
     let mut report = Report::new("ukue-conformance");
     report.set_time(elapsed);
     let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
@@ -31,6 +48,9 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
     families.dedup();
     for family in families {
         let mut suite = TestSuite::new(family);
+        for run in runs {
+            suite.add_property(Property::new("run", run_text(run)));
+        }
         for r in reports.iter().filter(|r| r.id.split('/').next() == Some(family)) {
             let status = match r.status {
                 Status::Pass | Status::ExpectedFailure | Status::Warn => TestCaseStatus::success(),

@@ -24,9 +24,12 @@ pub struct WorkerProcess {
     events: WorkerEvents,
 }
 
+/// The name of a case's probe log, in its directory.
+pub const PROBE_LOG: &str = "probe.log";
+
 /// The probe log of a case.
 pub fn probe_log(ctx: &Ctx) -> PathBuf {
-    ctx.path("probe.log")
+    ctx.path(PROBE_LOG)
 }
 
 /// Starts `who work FILE QUEUE OPTIONS -- ukue-probe LOG`.
