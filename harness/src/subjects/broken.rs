@@ -52,9 +52,12 @@ pub const BUGS: &[Bug] = &[
     Bug {
         name: "no-reaping",
         what: "a claim never reaps expired leases",
+        // Not `WHERE 0 AND …`: the statements name the leases index, and
+        // SQLite then finds no plan ("no query solution"), so every claim
+        // failed and nothing ran at all. A lease before 1970 never is.
         edits: &[
-            (Stmt::ReapDead, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
-            (Stmt::ReapReady, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
+            (Stmt::ReapDead, "lease_until <= :now", "lease_until < 0"),
+            (Stmt::ReapReady, "lease_until <= :now", "lease_until < 0"),
         ],
         replaced: &[],
         serve: SOUND,
