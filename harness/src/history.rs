@@ -7,6 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
 
 use crate::subjects::observe::file::open_read_only;
 use crate::subjects::probe::{Record, RecordKind};
@@ -29,7 +32,7 @@ pub struct UnknownAdd {
 }
 
 /// One run of a job's command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Execution {
     pub job: i64,
     pub attempt: i64,
@@ -43,6 +46,71 @@ pub struct Execution {
     pub held_at_end: Option<bool>,
     pub exit: Option<i32>,
     pub payload: String,
+    /// The job's token while this run held it (as text), and SQLite's type
+    /// of it: what the file showed at the run's start.
+    pub token: Option<String>,
+    pub token_type: Option<String>,
+    /// When the claim took the job: its `updated_at` at the run's start.
+    pub claimed_ms: Option<i64>,
+    /// The lease's end as the run last saw it (at its end if it still held
+    /// the job then, else at its start).
+    pub lease_until: Option<i64>,
+}
+
+/// The identity of one run in a case: its job, attempt and probe pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunRef {
+    pub job: i64,
+    pub attempt: i64,
+    pub pid: u32,
+}
+
+impl From<&Execution> for RunRef {
+    fn from(e: &Execution) -> RunRef {
+        RunRef { job: e.job, attempt: e.attempt, pid: e.pid }
+    }
+}
+
+/// What the harness did to a subject's worker process, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerEvent {
+    pub at_ms: i64,
+    pub worker_pid: u32,
+    pub kind: WorkerEventKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerEventKind {
+    Started,
+    /// SIGTERM: asked to stop.
+    Stopped,
+    /// SIGKILLed with every process it started.
+    Killed,
+    /// SIGSTOP.
+    Suspended,
+    /// SIGCONT.
+    Resumed,
+}
+
+/// The worker events of a case, shared by every [`WorkerProcess`] it starts.
+///
+/// [`WorkerProcess`]: crate::subjects::worker::WorkerProcess
+#[derive(Debug, Clone, Default)]
+pub struct WorkerEvents(Arc<Mutex<Vec<WorkerEvent>>>);
+
+impl WorkerEvents {
+    pub fn record(&self, worker_pid: u32, kind: WorkerEventKind) {
+        let event = WorkerEvent { at_ms: crate::subjects::probe::now_ms(), worker_pid, kind };
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    }
+
+    /// The events so far, in time order.
+    pub fn all(&self) -> Vec<WorkerEvent> {
+        let mut events = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        events.sort_by_key(|e| e.at_ms);
+        events
+    }
 }
 
 impl Execution {
@@ -72,6 +140,8 @@ pub struct History {
     pub killed_workers: BTreeSet<u32>,
     /// The file's jobs at the end.
     pub final_jobs: BTreeMap<i64, FinalJob>,
+    /// What the harness did to the workers (starts, kills, stops).
+    pub events: Vec<WorkerEvent>,
 }
 
 /// One operation in the Jepsen style: a process invoked something, and it
@@ -95,6 +165,9 @@ pub enum HistoryOpKind {
     Ok,
     Fail,
     Unknown,
+    /// Something done to a process from outside (a worker started, killed,
+    /// stopped), as Jepsen's nemesis ops.
+    Info,
 }
 
 impl History {
@@ -140,6 +213,20 @@ impl History {
                 (None, _) => op(HistoryOpKind::Unknown, None),
             });
         }
+        runs.extend(self.events.iter().map(|e| HistoryOp {
+            process: format!("worker {}", e.worker_pid),
+            f: match e.kind {
+                WorkerEventKind::Started => "start",
+                WorkerEventKind::Stopped => "stop",
+                WorkerEventKind::Killed => "kill",
+                WorkerEventKind::Suspended => "suspend",
+                WorkerEventKind::Resumed => "resume",
+            },
+            kind: HistoryOpKind::Info,
+            job: 0,
+            attempt: None,
+            at_ms: Some(e.at_ms),
+        }));
         runs.sort_by_key(|o| o.at_ms.unwrap_or(i64::MAX));
         ops.extend(runs);
         ops
@@ -177,6 +264,9 @@ pub fn executions(log: &str) -> Result<Vec<Execution>, String> {
                 execution.end_ms = Some(record.at_ms);
                 execution.held_at_end = record.held;
                 execution.exit = record.exit;
+                if record.held == Some(true) {
+                    execution.lease_until = record.lease_until.or(execution.lease_until);
+                }
                 done.push(execution);
             }
         }
@@ -199,6 +289,10 @@ fn start(record: &Record) -> Execution {
         held_at_end: None,
         exit: None,
         payload: record.payload.clone(),
+        token: record.token.clone(),
+        token_type: record.token_type.clone(),
+        claimed_ms: record.updated_at.filter(|_| record.held == Some(true)),
+        lease_until: record.lease_until,
     }
 }
 

@@ -29,7 +29,7 @@
 //! - [`subjects::observe::strace::TracedRun`]: a command run under strace;
 //!   [`explore::run::ModelRun`]: a model run in progress.
 
-/// Spec: FORMAT.md (embedded once, by the library), its rules by number, CONFORMANCE.md.
+/// Spec: FORMAT.md (embedded once, by the library) read as rules (sections, MUST and SHOULD sentences), which cases check each, CONFORMANCE.md.
 pub mod spec;
 
 /// Generate: the [`Case`](cases::Case) type, every case by family, fixtures as data.
@@ -50,7 +50,7 @@ pub mod explore;
 /// The runner: each case in a fresh directory, in parallel, bounded by a timeout.
 pub mod runner;
 
-/// Report: a case's outcome for a person, for machines (JSON) and for CI (JUnit).
+/// Report: a case's outcome for a person, for machines (JSON), for CI (JUnit) and for a browser (HTML), with its history's timeline.
 pub mod report;
 
 /// Commands: one file per binary (`ukue-conformance`, `ukue-probe`, `ukue-broken`, `ukue-driver`).

@@ -12,11 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cases::{Case, Failure, FailureKind, Level};
+use crate::cases::{common, Case, Failure, FailureKind, Level};
 use crate::check;
+use crate::history::History;
+use crate::report::timeline::Timeline;
 use crate::report::Reporter;
 use crate::spec as rules;
 use crate::subjects::ctx::Ctx;
+use crate::subjects::worker::PROBE_LOG;
 use crate::subjects::Subjects;
 
 pub mod partition;
@@ -86,6 +89,62 @@ pub struct CaseReport {
     /// Which pass of a `--repeat`/`--duration` soak ran it (from 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
+    /// Every rule of FORMAT.md the case checks: its section (first), and
+    /// the MUST and SHOULD sentences CONFORMANCE.md maps to it
+    /// (crate::spec::coverage).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    /// The text of its FORMAT.md section, for a case that did not pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_text: Option<String>,
+    /// Its history's timeline, for a case that did not pass (and for every
+    /// case with `-v`), when it ran workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+/// What a run was: the programs, the seed, the machine and the date. The
+/// JSON report's summary carries it, and `merge` reads it back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub implementation: String,
+    /// What `IMPLEMENTATION version` printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation_version: Option<String>,
+    pub reference: String,
+    /// `ukue-conformance VERSION`.
+    pub runner: String,
+    pub seed: u64,
+    /// Host name, kernel, architecture and CPUs.
+    pub machine: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// `--partition`, when it is one shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+}
+
+impl RunInfo {
+    /// This machine: `host (Linux 6.1.0 x86_64, 2 CPUs)`.
+    pub fn machine() -> String {
+        let read = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{name}")).map(|s| s.trim().to_string())
+        };
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        format!(
+            "{} ({} {} {}, {cpus} CPUs)",
+            read("hostname").unwrap_or_else(|_| "unknown host".into()),
+            read("ostype").unwrap_or_else(|_| std::env::consts::OS.into()),
+            read("osrelease").unwrap_or_default(),
+            std::env::consts::ARCH
+        )
+    }
+
+    /// Now, as RFC 3339 in UTC.
+    pub fn now() -> String {
+        let now = time::OffsetDateTime::now_utc();
+        now.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| now.to_string())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +169,10 @@ pub struct Config {
     pub fail_fast: bool,
     /// The soak pass this run is (None outside a soak).
     pub iteration: Option<u32>,
+    /// `-v`: a timeline for every case that ran workers, passing or not.
+    pub all_timelines: bool,
+    /// What the run is, for the reports.
+    pub info: RunInfo,
 }
 
 /// One case's seed: the run's seed mixed with the case id, so that a case
@@ -194,6 +257,9 @@ fn blank(config: &Config, case: &Case) -> CaseReport {
         notes: Vec::new(),
         figures: BTreeMap::new(),
         iteration: config.iteration,
+        rules: rules::coverage::rules_of(case),
+        rule_text: None,
+        timeline: None,
     }
 }
 
@@ -201,9 +267,9 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
     let started = Instant::now();
     let mut report = blank(config, case);
     let dir = config.work_root.join(case.id.replace('/', "__"));
-    let outcome = match std::fs::create_dir_all(&dir) {
+    let (outcome, history) = match std::fs::create_dir_all(&dir) {
         Ok(()) => run_in(config, case, dir.clone(), &mut report),
-        Err(e) => Err(Failure::error("a work directory", e.to_string())),
+        Err(e) => (Err(Failure::error("a work directory", e.to_string())), None),
     };
     report.duration_ms = started.elapsed().as_millis();
     let status = match &outcome {
@@ -214,6 +280,13 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
             FailureKind::Timeout => Status::Timeout,
         },
     };
+    let blame = outcome.as_ref().err().map(|f| f.blame.clone()).unwrap_or_default();
+    if status != Status::Pass || config.all_timelines {
+        report.timeline = history.and_then(|h| Timeline::of(&h, &blame));
+    }
+    if status != Status::Pass {
+        report.rule_text = rules::section_text(case.rule);
+    }
     if let Err(f) = outcome {
         report.expected = Some(f.expected);
         report.seen = Some(f.seen);
@@ -242,11 +315,19 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
 }
 
 /// Runs the case in a thread of its own, so that a case stuck past its
-/// deadline is reported as a timeout instead of stopping the run.
-fn run_in(config: &Config, case: &Case, dir: PathBuf, report: &mut CaseReport) -> Result<(), Failure> {
+/// deadline is reported as a timeout instead of stopping the run. Returns
+/// its outcome, and the history its checks read (or what the probe
+/// recorded before it failed).
+fn run_in(
+    config: &Config,
+    case: &Case,
+    dir: PathBuf,
+    report: &mut CaseReport,
+) -> (Result<(), Failure>, Option<History>) {
     let deadline = Instant::now() + config.case_timeout;
     let seed = case_seed(config.seed, case.id);
     let marker = format!("{}-{}", std::process::id(), case.id);
+    let log = dir.join(PROBE_LOG);
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
     ctx.crash_kills = config.crash_kills;
     let (tx, rx) = mpsc::channel();
@@ -263,23 +344,31 @@ fn run_in(config: &Config, case: &Case, dir: PathBuf, report: &mut CaseReport) -
         // Kill what the case started before its files are checked.
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));
-        let _ = tx.send((result, std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures)));
+        let history = ctx.take_history().or_else(|| common::history_so_far(&ctx));
+        let _ = tx.send((result, std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures), history));
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.
     match rx.recv_timeout(config.case_timeout + Duration::from_secs(15)) {
-        Ok((result, notes, figures)) => {
+        Ok((result, notes, figures, history)) => {
             report.notes = notes;
             report.figures = figures;
-            result
+            (result, history)
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {
-            Err(Failure::error("the case to report", "its thread ended without a result"))
+            (Err(Failure::error("the case to report", "its thread ended without a result")), None)
         }
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(Failure::timeout(
-            format!("the case to finish within {} s", config.case_timeout.as_secs()),
-            "it was still running",
-        )),
+        Err(mpsc::RecvTimeoutError::Timeout) => (
+            Err(Failure::timeout(
+                format!("the case to finish within {} s", config.case_timeout.as_secs()),
+                "it was still running",
+            )),
+            // What the probe recorded of the stuck case, for its timeline.
+            crate::history::read_log(&log)
+                .ok()
+                .filter(|runs| !runs.is_empty())
+                .map(|executions| History { executions, ..History::default() }),
+        ),
     }
 }
 

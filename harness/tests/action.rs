@@ -66,6 +66,13 @@ fn the_actions_script_runs_a_shard_against_the_reference() {
     );
     assert_eq!(code, 1, "{text}");
     assert!(std::fs::read_to_string(out.join("junit.xml")).unwrap().contains("<failure"));
+    // The runner has --html: the script writes the page, with the failing
+    // case's timeline.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("id=\"case-steps-claim-order-priority\"") && html.contains("<svg class=\"timeline"),
+        "{html}"
+    );
 }
 
 #[test]

@@ -43,6 +43,9 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("split-claim", "http/claims-race"),
     ("serve-unauthenticated-delete", "http/auth"),
     ("serve-no-body-limit", "http/body-limit"),
+    ("short-token", "steps/claim-token-fresh"),
+    ("no-busy-timeout", "steps/add-waits-for-busy-file"),
+    ("default-layout-only", "compat/page-size-and-encoding"),
 ];
 
 /// Bugs that only show when processes race.
@@ -55,9 +58,10 @@ fn heavy_each_broken_program_fails_the_case_meant_to_catch_it() {
         // A race (split-claim) shows only when claims collide: it gets a
         // few seeds; the others are caught on every run.
         let seeds: &[&str] = if RACES.contains(bug) { &["1", "2", "3", "4"] } else { &["1"] };
+        // --strict: a `should` case (add-waits-for-busy-file) fails too.
         let mut runs = seeds.iter().map(|seed| {
             run_suite(
-                &["--impl", broken().to_str().unwrap(), "--cases", case, "--seed", seed],
+                &["--impl", broken().to_str().unwrap(), "--cases", case, "--seed", seed, "--strict"],
                 &[("UKUE_BROKEN", bug)],
             )
         });

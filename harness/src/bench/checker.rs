@@ -54,6 +54,7 @@ pub fn synthetic(events: u64) -> History {
             held_at_end: Some(true),
             exit: Some(exit),
             payload: format!("p{job}"),
+            ..Default::default()
         }
     };
     let mut runs = Vec::with_capacity(executions as usize);

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::check::{Blame, Finding};
 use crate::subjects::ctx::Ctx;
 
 /// What a case needs beyond the subject.
@@ -89,17 +90,27 @@ pub struct Failure {
     pub kind: FailureKind,
     pub expected: String,
     pub seen: String,
+    /// The runs of the case's history that the checkers blame, for the
+    /// report's timeline.
+    pub blame: Blame,
 }
 
 impl Failure {
+    fn new(kind: FailureKind, expected: impl Into<String>, seen: impl Into<String>) -> Failure {
+        Failure { kind, expected: expected.into(), seen: seen.into(), blame: Blame::default() }
+    }
     pub fn fail(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure { kind: FailureKind::Fail, expected: expected.into(), seen: seen.into() }
+        Failure::new(FailureKind::Fail, expected, seen)
     }
     pub fn error(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure { kind: FailureKind::Error, expected: expected.into(), seen: seen.into() }
+        Failure::new(FailureKind::Error, expected, seen)
     }
     pub fn timeout(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure { kind: FailureKind::Timeout, expected: expected.into(), seen: seen.into() }
+        Failure::new(FailureKind::Timeout, expected, seen)
+    }
+    /// The failure, blaming what `findings` name.
+    pub fn blaming(self, findings: &[Finding]) -> Failure {
+        Failure { blame: Blame::of(findings), ..self }
     }
 }
 

@@ -24,14 +24,22 @@ pub fn executions(ctx: &Ctx) -> Result<Vec<Execution>, Failure> {
 pub fn history(ctx: &Ctx, file: &Path, added: Vec<Added>) -> Result<History, Failure> {
     let history = History {
         added,
-        unknown: Vec::new(),
         executions: executions(ctx)?,
-        killed_workers: Default::default(),
         final_jobs: history::final_jobs(file)?,
+        events: ctx.events.all(),
+        ..History::default()
     };
     // Kept with the case's directory when it fails (--keep).
     history.save(&ctx.path("history.jsonl"))?;
+    ctx.keep_history(&history);
     Ok(history)
+}
+
+/// The history of a case that kept none (it failed before its checks):
+/// the probe's executions so far and the worker events, if it ran any.
+pub fn history_so_far(ctx: &Ctx) -> Option<History> {
+    let executions = executions(ctx).ok().filter(|e| !e.is_empty())?;
+    Some(History { executions, events: ctx.events.all(), ..History::default() })
 }
 
 /// Fails with the checkers' findings, if any.
@@ -39,7 +47,7 @@ pub fn no_findings(what: &str, findings: Vec<Finding>) -> Result<(), Failure> {
     if findings.is_empty() {
         Ok(())
     } else {
-        Err(Failure::fail(what.to_string(), check::describe(&findings)))
+        Err(Failure::fail(what.to_string(), check::describe(&findings)).blaming(&findings))
     }
 }
 

@@ -34,6 +34,14 @@ fn run<const I: usize>(ctx: &mut Ctx) -> CaseResult {
 pub fn cases() -> Vec<Case> {
     let mut cases = fixture::cases(fixture::compat(), RUNS);
     cases.push(Case {
+        id: "compat/page-size-and-encoding",
+        rule: "1.1",
+        summary: "a file with 1024-byte pages in UTF-16le, made by FORMAT.md's statements, is counted, added to, listed and worked",
+        needs: Needs::default(),
+        level: Level::Must,
+        run: page_size_and_encoding,
+    });
+    cases.push(Case {
         id: "compat/tables-in-app-database",
         rule: "1.3",
         summary:
@@ -106,7 +114,6 @@ fn listed(list: &Value) -> Result<Vec<(String, String)>, String> {
 }
 
 fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
-    let subject = ctx.subject().clone();
     let name = entry.file.as_str();
     // Look at a copy of its own: a read-only connection leaves -wal and
     // -shm behind, and the subject should get the fixture as it is.
@@ -114,46 +121,8 @@ fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
     let before = snapshot(&pristine, &entry.app_tables)?;
     fixture::place(ctx, "compat", entry, name)?;
     let file = ctx.tracked_file(name);
-    let f = path_str(&file);
     let about = format!("{name}: {}", entry.why);
-
-    let stats = ctx.json(&subject, &["stats", f, "--json"])?;
-    let ready = stats
-        .get("queues")
-        .and_then(Value::as_array)
-        .and_then(|queues| queues.iter().find(|q| q.get("queue").and_then(Value::as_str) == Some("work")))
-        .and_then(|q| q.get("ready"))
-        .and_then(Value::as_i64);
-    ensure!(
-        ready == Some(entry.jobs),
-        format!("`stats --json` to count {} ready jobs in queue work ({about})", entry.jobs),
-        clip(&stats.to_string())
-    );
-
-    let payload = format!("job-{}", entry.jobs + 1);
-    ctx.add(&subject, &file, "work", &payload, &[])?;
-    let list = ctx.json(&subject, &["list", f, "--json"])?;
-    let expected: Vec<(String, String)> =
-        (1..=entry.jobs + 1).map(|i| ("work".to_string(), format!("job-{i}"))).collect();
-    match listed(&list) {
-        Ok(seen) if seen == expected => {}
-        Ok(seen) => {
-            return Err(Failure::fail(
-                format!("`list --json` to show the jobs (queue, payload) {expected:?} ({about})"),
-                format!("{seen:?}"),
-            ));
-        }
-        Err(problem) => {
-            return Err(Failure::fail(
-                format!("`list --json` to show each job's queue, and its payload as text in \"payload\" ({about})"),
-                format!("{problem}\nin {}", clip(&list.to_string())),
-            ));
-        }
-    }
-
-    let added = common::jobs_as_added(&file, "the fixture and the subject's add")?;
-    drain(ctx, &subject, &file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
-    common::ran_exactly_once(ctx, &file, added)?;
+    worked(ctx, &file, entry.jobs, &about)?;
 
     let after = snapshot(&file, &entry.app_tables)?;
     ensure_eq!(after.application_id, entry.application_id, "PRAGMA application_id after the run");
@@ -181,6 +150,97 @@ fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
         before.app_rows,
         "rows in each of the application's tables (None: the table is gone)"
     );
+    Ok(())
+}
+
+/// The subject counts the `jobs` ready jobs (`job-1`…) of queue `work` in
+/// `file`, adds one, lists them all (queue and payload), and works each
+/// exactly once.
+fn worked(ctx: &mut Ctx, file: &Path, jobs: i64, about: &str) -> CaseResult {
+    let subject = ctx.subject().clone();
+    let f = path_str(file);
+    let stats = ctx.json(&subject, &["stats", f, "--json"])?;
+    let ready = stats
+        .get("queues")
+        .and_then(Value::as_array)
+        .and_then(|queues| queues.iter().find(|q| q.get("queue").and_then(Value::as_str) == Some("work")))
+        .and_then(|q| q.get("ready"))
+        .and_then(Value::as_i64);
+    ensure!(
+        ready == Some(jobs),
+        format!("`stats --json` to count {jobs} ready jobs in queue work ({about})"),
+        clip(&stats.to_string())
+    );
+
+    let payload = format!("job-{}", jobs + 1);
+    ctx.add(&subject, file, "work", &payload, &[])?;
+    let list = ctx.json(&subject, &["list", f, "--json"])?;
+    let expected: Vec<(String, String)> =
+        (1..=jobs + 1).map(|i| ("work".to_string(), format!("job-{i}"))).collect();
+    match listed(&list) {
+        Ok(seen) if seen == expected => {}
+        Ok(seen) => {
+            return Err(Failure::fail(
+                format!("`list --json` to show the jobs (queue, payload) {expected:?} ({about})"),
+                format!("{seen:?}"),
+            ));
+        }
+        Err(problem) => {
+            return Err(Failure::fail(
+                format!("`list --json` to show each job's queue, and its payload as text in \"payload\" ({about})"),
+                format!("{problem}\nin {}", clip(&list.to_string())),
+            ));
+        }
+    }
+
+    let added = common::jobs_as_added(file, "the file's jobs and the subject's add")?;
+    drain(ctx, &subject, file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
+    common::ran_exactly_once(ctx, file, added)
+}
+
+/// FORMAT.md §1.1: "Any page size and encoding". The file is made here by
+/// FORMAT.md's own statements, on a database set to 1024-byte pages and
+/// UTF-16le before anything was written to it.
+fn page_size_and_encoding(ctx: &mut Ctx) -> CaseResult {
+    use ukue::{Spec, Stmt};
+    let file = ctx.tracked_file("layout.ukue");
+    {
+        let conn = write(&file)?;
+        conn.execute_batch(
+            "PRAGMA page_size = 1024; PRAGMA encoding = 'UTF-16le'; PRAGMA journal_mode = WAL;",
+        )?;
+        let spec = Spec::builtin();
+        conn.execute_batch(spec.sql(Stmt::SetApplicationId))?;
+        for stmt in Stmt::SCHEMA {
+            conn.execute_batch(spec.sql(*stmt))?;
+        }
+        for (key, value) in [("format_version", "1"), ("created_at", "0"), ("created_by", "ukue-conformance")]
+        {
+            conn.execute(
+                spec.sql(Stmt::InsertMeta),
+                rusqlite::named_params! { ":key": key, ":value": value },
+            )?;
+        }
+        for i in 1..=3 {
+            let payload = format!("job-{i}").into_bytes();
+            conn.execute("INSERT INTO ukue_jobs (queue, payload) VALUES ('work', ?1)", [payload])?;
+        }
+    }
+    let layout = |file: &Path| -> Result<(i64, String), Failure> {
+        let conn = read(file)?;
+        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let encoding: String = conn.query_row("PRAGMA encoding", [], |r| r.get(0))?;
+        Ok((page, encoding))
+    };
+    let made = layout(&file)?;
+    if made != (1024, "UTF-16le".to_string()) {
+        return Err(Failure::error(
+            "the harness to make a file of 1024-byte pages in UTF-16le",
+            format!("{made:?}"),
+        ));
+    }
+    worked(ctx, &file, 3, "a file of 1024-byte pages in UTF-16le")?;
+    ensure_eq!(layout(&file)?, made, "the page size and encoding after the run");
     Ok(())
 }
 

@@ -103,15 +103,6 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
     drained?;
     let history = common::history(ctx, &file, added)?;
     let mut findings = check::exactly_once(&history);
-    for run in &history.executions {
-        let expected = history.added.iter().find(|a| a.job == run.job).map(|a| a.payload.as_str());
-        if expected.is_some_and(|p| p != run.payload) {
-            findings.push(check::Finding {
-                check: "payload",
-                job: Some(run.job),
-                message: format!("ran with payload {:?}, added with {expected:?}", run.payload),
-            });
-        }
-    }
+    findings.extend(check::payloads(&history));
     no_findings(&format!("each of the {total} jobs to run exactly once, with its own payload"), findings)
 }

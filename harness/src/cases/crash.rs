@@ -30,7 +30,7 @@ use rusqlite::OptionalExtension;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
-use crate::history::{Added, Execution, History, UnknownAdd};
+use crate::history::{Added, Execution, History, UnknownAdd, WorkerEventKind};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{end_backoffs, read};
 use crate::subjects::observe::strace::printed_id;
@@ -274,7 +274,8 @@ fn kill_and_drain(
         return Err(Failure::fail(
             "every add killed mid-way to have committed whole or not at all, the file intact",
             clipped(&cutting.findings),
-        ));
+        )
+        .blaming(&cutting.findings));
     }
 
     // Drain: the workers left run every job, each killed one after its backoff.
@@ -293,6 +294,7 @@ fn kill_and_drain(
     let (committed, mut findings) = check::resolve_unknown(&history);
     let committed_unknown = committed.len();
     history.added.extend(committed);
+    ctx.keep_history(&history);
     let reruns = check::reruns(&history);
     findings.extend(std::mem::take(&mut killing.integrity));
     findings.extend(check::at_least_once(&history));
@@ -325,7 +327,8 @@ fn kill_and_drain(
     .map(|(name, n)| (name.to_string(), n as u64))
     .collect();
     if let Err(failure) = drained {
-        return Err(Failure { seen: format!("{}\n{}", failure.seen, clipped(&findings)), ..failure });
+        let seen = format!("{}\n{}", failure.seen, clipped(&findings));
+        return Err(Failure { seen, ..failure.blaming(&findings) });
     }
     stopped?;
     if !findings.is_empty() {
@@ -334,7 +337,8 @@ fn kill_and_drain(
              every rerun excused by a killed worker or command, a lapsed lease or a failure, \
              attempts rising, the file intact after every kill and at the end",
             clipped(&findings),
-        ));
+        )
+        .blaming(&findings));
     }
     // A run of kills that never hit a running command showed nothing.
     let interrupted = history
@@ -602,6 +606,7 @@ fn kill_worker(mut worker: WorkerProcess) -> Result<Vec<u32>, Failure> {
         let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
     }
     worker.process.signal_group(Signal::SIGKILL);
+    worker.note(WorkerEventKind::Killed);
     worker.process.child.wait()?;
     Ok(std::iter::once(pid).chain(descendants).map(|p| p as u32).collect())
 }
@@ -724,6 +729,7 @@ fn script_findings(history: &History, keep_done: bool) -> Vec<Finding> {
                 check: "end state",
                 job: Some(added.job),
                 message: format!("is {state}{attempts}, expected {want}"),
+                ..Default::default()
             });
         }
     }

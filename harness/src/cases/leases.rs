@@ -5,8 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
-
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
 use crate::history::{Added, Execution};
@@ -76,11 +74,15 @@ fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
         common::history(ctx, &file, vec![Added { job, payload: payload.into(), by: subject.name.clone() }])?;
     let mut findings = check::exactly_once(&history);
     if history.executions.len() != 1 {
-        findings.push(check::Finding {
-            check: "runs",
-            job: Some(job),
-            message: format!("{} runs, expected 1", history.executions.len()),
-        });
+        findings.push(
+            check::Finding {
+                check: "runs",
+                job: Some(job),
+                message: format!("{} runs, expected 1", history.executions.len()),
+                ..Default::default()
+            }
+            .blaming(&history.executions),
+        );
     }
     no_findings("one run that held its job from start to end", findings)
 }
@@ -96,7 +98,7 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
     })?;
     // Stop the worker alone (its command goes on and ends), then let the
     // lease run out, as if the worker had been stopped for ten minutes.
-    stopped.process.signal(Signal::SIGSTOP);
+    stopped.suspend();
     let stopped_pid = stopped.process.pid() as u32;
     ctx.wait_for("the stopped worker's command to end", Duration::from_secs(20), || {
         Ok(started(ctx, job, 1)?.is_some_and(|e| e.end_ms.is_some()))
@@ -118,7 +120,7 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
     );
     // Wake the stopped worker while the new holder runs: its late finish
     // must be refused.
-    stopped.process.signal(Signal::SIGCONT);
+    stopped.resume();
     taken?;
     let finished = ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(job_count(&file)? == 0));
     stopped.stop(Duration::from_secs(30))?;
@@ -129,17 +131,22 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
         common::history(ctx, &file, vec![Added { job, payload: payload.into(), by: subject.name.clone() }])?;
     // The stopped worker's lease ran out: that excuses the second run.
     history.killed_workers.insert(stopped_pid);
+    ctx.keep_history(&history);
     // The new holder must keep the job to its end: the woken worker's late
     // finish carries a stale token.
     let mut findings = check::stale_token(&history);
     findings.extend(check::at_least_once(&history));
     findings.extend(check::attempts(&history));
     if runs.len() != 2 {
-        findings.push(check::Finding {
-            check: "runs",
-            job: Some(job),
-            message: format!("{} runs, expected 2", runs.len()),
-        });
+        findings.push(
+            check::Finding {
+                check: "runs",
+                job: Some(job),
+                message: format!("{} runs, expected 2", runs.len()),
+                ..Default::default()
+            }
+            .blaming(&runs),
+        );
     }
     no_findings("two runs: the stopped worker's, then the new holder's", findings)
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{finding, Finding};
-use crate::history::{Added, Execution, History};
+use crate::history::{Added, Execution, History, RunRef};
 
 /// Why a job may rightly run again after an earlier execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,12 +78,12 @@ fn lost_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
     let added = &history.added;
     let mut in_job_order: Vec<usize> = (0..added.len()).collect();
     in_job_order.sort_by_key(|&i| added[i].job);
-    let mut found = vec![(0, false); added.len()];
+    let mut found: Vec<(&[&Execution], bool)> = vec![(&[], false); added.len()];
     let mut jobs = by_job.jobs().peekable();
     for i in in_job_order {
         while jobs.next_if(|(job, _)| *job < added[i].job).is_some() {}
         if let Some((_, runs)) = jobs.peek().filter(|(job, _)| *job == added[i].job) {
-            found[i] = (runs.len(), runs.iter().any(|e| e.succeeded()));
+            found[i] = (runs, runs.iter().any(|e| e.succeeded()));
         }
     }
     added
@@ -98,8 +98,13 @@ fn lost_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
             finding(
                 "lost",
                 Some(added.job),
-                format!("added by {} and acknowledged, never finished ({runs} runs; now {state})", added.by),
+                format!(
+                    "added by {} and acknowledged, never finished ({} runs; now {state})",
+                    added.by,
+                    runs.len()
+                ),
             )
+            .blaming(runs.iter().copied())
         })
         .collect()
 }
@@ -114,17 +119,20 @@ fn duplicates_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
     for (job, runs) in by_job.jobs() {
         for pair in runs.windows(2) {
             if excuse(pair[0], &history.killed_workers).is_none() {
-                findings.push(finding(
-                    "duplicate",
-                    Some(job),
-                    format!(
-                        "ran again (attempt {} at {} ms) after attempt {} had finished well at {} ms",
-                        pair[1].attempt,
-                        pair[1].start_ms,
-                        pair[0].attempt,
-                        pair[0].end_ms.unwrap_or_default()
-                    ),
-                ));
+                findings.push(
+                    finding(
+                        "duplicate",
+                        Some(job),
+                        format!(
+                            "ran again (attempt {} at {} ms) after attempt {} had finished well at {} ms",
+                            pair[1].attempt,
+                            pair[1].start_ms,
+                            pair[0].attempt,
+                            pair[0].end_ms.unwrap_or_default()
+                        ),
+                    )
+                    .blaming([pair[0], pair[1]]),
+                );
             }
         }
     }
@@ -155,7 +163,8 @@ fn overlaps_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
                         "attempt {} (pid {}) started at {} ms while attempt {} (pid {}) ran until {} ms and still held it",
                         b.attempt, b.pid, b.start_ms, a.attempt, a.pid, a_end
                     ),
-                ));
+                )
+                .blaming([*a, *b]));
             }
         }
     }
@@ -174,38 +183,45 @@ fn attempts_in(by_job: &ByJob) -> Vec<Finding> {
         let mut expected = runs.first().map_or(1, |e| e.attempt.max(1));
         if let Some(first) = runs.first() {
             if first.attempt != 1 {
-                findings.push(finding(
-                    "attempts",
-                    Some(job),
-                    format!("first run was attempt {}", first.attempt),
-                ));
+                findings.push(
+                    finding("attempts", Some(job), format!("first run was attempt {}", first.attempt))
+                        .blaming([*first]),
+                );
             }
         }
-        for run in runs {
+        for (i, run) in runs.iter().enumerate() {
+            let with_previous = runs[i.saturating_sub(1)..=i].iter().copied();
             if run.attempt < expected {
-                findings.push(finding(
-                    "attempts",
-                    Some(job),
-                    format!("attempt {} ran again: not counted", run.attempt),
-                ));
+                findings.push(
+                    finding("attempts", Some(job), format!("attempt {} ran again: not counted", run.attempt))
+                        .blaming(with_previous),
+                );
             } else if run.attempt > expected {
-                findings.push(finding(
-                    "attempts",
-                    Some(job),
-                    format!("attempt {} followed attempt {}: counted twice", run.attempt, expected - 1),
-                ));
+                findings.push(
+                    finding(
+                        "attempts",
+                        Some(job),
+                        format!("attempt {} followed attempt {}: counted twice", run.attempt, expected - 1),
+                    )
+                    .blaming(with_previous),
+                );
             }
             expected = run.attempt + 1;
             if run.max_attempts > 0 && run.attempt > run.max_attempts {
-                findings.push(finding(
-                    "attempts",
-                    Some(job),
-                    format!("attempt {} ran, beyond max_attempts {}", run.attempt, run.max_attempts),
-                ));
+                findings.push(beyond_max(job, run));
             }
         }
     }
     findings
+}
+
+fn beyond_max(job: i64, run: &Execution) -> Finding {
+    finding(
+        "attempts",
+        Some(job),
+        format!("attempt {} ran, beyond max_attempts {}", run.attempt, run.max_attempts),
+    )
+    .blaming([run])
 }
 
 /// A command must start only once its claim has committed: the file shows
@@ -224,6 +240,7 @@ pub fn held_at_start(history: &History) -> Vec<Finding> {
                     e.attempt, e.pid
                 ),
             )
+            .blaming([e])
         })
         .collect()
 }
@@ -231,18 +248,35 @@ pub fn held_at_start(history: &History) -> Vec<Finding> {
 /// Without crashes or stopped workers, nobody may take or change a job
 /// while its holder runs.
 pub fn changed_while_held(history: &History) -> Vec<Finding> {
-    history
-        .executions
-        .iter()
-        .filter(|e| e.held_at_end == Some(false) && !history.killed_workers.contains(&e.worker_pid))
-        .map(|e| {
-            finding(
-                "changed while held",
-                Some(e.job),
-                format!("attempt {} (pid {}) no longer held the job when it ended", e.attempt, e.pid),
-            )
-        })
-        .collect()
+    changed_while_held_in(history, &ByJob::of(history))
+}
+
+fn changed_while_held_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (job, runs) in by_job.jobs() {
+        for e in runs {
+            if e.held_at_end != Some(false) || history.killed_workers.contains(&e.worker_pid) {
+                continue;
+            }
+            // Who took it: the runs of the job that ran while it did, and
+            // its next attempt (whose command may start only after).
+            let end = e.end_ms.unwrap_or(i64::MAX);
+            let next = runs.iter().filter(|o| o.attempt > e.attempt).min_by_key(|o| o.attempt);
+            let during = runs
+                .iter()
+                .filter(|o| o.pid != e.pid && o.start_ms < end && o.end_ms.is_none_or(|t| t > e.start_ms))
+                .chain(next);
+            findings.push(
+                finding(
+                    "changed while held",
+                    Some(job),
+                    format!("attempt {} (pid {}) no longer held the job when it ended", e.attempt, e.pid),
+                )
+                .blaming(std::iter::once(*e).chain(during.copied())),
+            );
+        }
+    }
+    findings
 }
 
 /// A job's latest holder lost it while it ran, after an earlier holder's
@@ -262,7 +296,8 @@ pub fn stale_token(history: &History) -> Vec<Finding> {
                     "attempt {} (pid {}) lost the job while it ran; the stopped holder of attempt {} (worker {}) changed it",
                     last.attempt, last.pid, old.attempt, old.worker_pid
                 ),
-            ));
+            )
+            .blaming([*old, *last]));
         }
     }
     findings
@@ -276,7 +311,13 @@ pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
     if seen == expected {
         Vec::new()
     } else {
-        vec![finding("order", None, format!("jobs ran in the order {seen:?}, expected {expected:?}"))]
+        // The first run out of place, and the one it took the place of.
+        let first =
+            seen.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(seen.len().min(expected.len()));
+        let out_of_place = runs.get(first).into_iter().copied();
+        let due = expected.get(first).and_then(|job| runs.iter().find(|e| e.job == *job)).copied();
+        vec![finding("order", None, format!("jobs ran in the order {seen:?}, expected {expected:?}"))
+            .blaming(out_of_place.chain(due))]
     }
 }
 
@@ -300,6 +341,7 @@ pub fn payloads(history: &History) -> Vec<Finding> {
                         e.attempt, e.payload
                     ),
                 )
+                .blaming([e])
             })
         })
         .collect()
@@ -340,7 +382,7 @@ pub fn exactly_once(history: &History) -> Vec<Finding> {
     let by_job = ByJob::of(history);
     let mut findings = delivered(history, &by_job);
     findings.extend(attempts_in(&by_job));
-    findings.extend(changed_while_held(history));
+    findings.extend(changed_while_held_in(history, &by_job));
     findings
 }
 
@@ -365,6 +407,8 @@ pub struct Rerun {
     pub attempt: i64,
     /// The attempt of the run before it.
     pub after: i64,
+    /// The two runs: the one before, and this one.
+    pub runs: [RunRef; 2],
     /// None when nothing does: then [`duplicates`] has a finding for it.
     pub excuse: Option<Excuse>,
 }
@@ -381,7 +425,13 @@ pub fn reruns(history: &History) -> Vec<Rerun> {
         for pair in runs.windows(2) {
             let earlier = pair[0];
             let excuse = own_excuse(earlier).or_else(|| excuse(earlier, &history.killed_workers));
-            reruns.push(Rerun { job, attempt: pair[1].attempt, after: earlier.attempt, excuse });
+            reruns.push(Rerun {
+                job,
+                attempt: pair[1].attempt,
+                after: earlier.attempt,
+                runs: [RunRef::from(earlier), RunRef::from(pair[1])],
+                excuse,
+            });
         }
     }
     reruns
@@ -395,8 +445,9 @@ pub fn finish_cut_off(history: &History, cut_off: &BTreeSet<(i64, i64)>) -> Vec<
     reruns(history)
         .into_iter()
         .filter(|r| r.excuse == Some(Excuse::WorkerKilled) && !cut_off.contains(&(r.job, r.after)))
-        .map(|r| {
-            finding(
+        .map(|r| Finding {
+            runs: r.runs.to_vec(),
+            ..finding(
                 "duplicate",
                 Some(r.job),
                 format!(
@@ -417,22 +468,21 @@ pub fn attempts_rise(history: &History) -> Vec<Finding> {
     for (job, runs) in ByJob::of(history).jobs() {
         for pair in runs.windows(2) {
             if pair[1].attempt <= pair[0].attempt {
-                findings.push(finding(
-                    "attempts",
-                    Some(job),
-                    format!(
-                        "attempt {} ran after attempt {}: a claim was not counted",
-                        pair[1].attempt, pair[0].attempt
-                    ),
-                ));
+                findings.push(
+                    finding(
+                        "attempts",
+                        Some(job),
+                        format!(
+                            "attempt {} ran after attempt {}: a claim was not counted",
+                            pair[1].attempt, pair[0].attempt
+                        ),
+                    )
+                    .blaming([pair[0], pair[1]]),
+                );
             }
         }
         if let Some(run) = runs.iter().find(|e| e.max_attempts > 0 && e.attempt > e.max_attempts) {
-            findings.push(finding(
-                "attempts",
-                Some(job),
-                format!("attempt {} ran, beyond max_attempts {}", run.attempt, run.max_attempts),
-            ));
+            findings.push(beyond_max(job, run));
         }
     }
     findings
@@ -533,6 +583,7 @@ mod tests {
             held_at_end: end.map(|_| true),
             exit,
             payload: String::new(),
+            ..Default::default()
         }
     }
 

@@ -29,13 +29,61 @@ pub mod model;
 
 pub use delivery::*;
 
+use crate::history::{Execution, RunRef};
+
 /// One thing a checker found wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Finding {
     /// The checker's name (`lost`, `duplicate`, …).
     pub check: &'static str,
     pub job: Option<i64>,
     pub message: String,
+    /// The runs it blames (a report highlights them).
+    pub runs: Vec<RunRef>,
+}
+
+impl Finding {
+    /// The finding, blaming `runs`.
+    pub fn blaming<'a>(mut self, runs: impl IntoIterator<Item = &'a Execution>) -> Finding {
+        self.runs.extend(runs.into_iter().map(RunRef::from));
+        self
+    }
+}
+
+/// What a failed case points at: the runs its checkers blame, and the jobs
+/// they name without naming a run (a lost job: every run of it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Blame {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<i64>,
+}
+
+impl Blame {
+    pub fn of(findings: &[Finding]) -> Blame {
+        let mut blame = Blame::default();
+        for f in findings {
+            blame.runs.extend(&f.runs);
+            if let (true, Some(job)) = (f.runs.is_empty(), f.job) {
+                blame.jobs.push(job);
+            }
+        }
+        blame.runs.sort();
+        blame.runs.dedup();
+        blame.jobs.sort();
+        blame.jobs.dedup();
+        blame
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.jobs.is_empty()
+    }
+
+    /// Whether it blames `run`.
+    pub fn blames(&self, run: &RunRef) -> bool {
+        self.runs.binary_search(run).is_ok() || self.jobs.binary_search(&run.job).is_ok()
+    }
 }
 
 impl std::fmt::Display for Finding {
@@ -48,7 +96,7 @@ impl std::fmt::Display for Finding {
 }
 
 pub(crate) fn finding(check: &'static str, job: Option<i64>, message: impl Into<String>) -> Finding {
-    Finding { check, job, message: message.into() }
+    Finding { check, job, message: message.into(), runs: Vec::new() }
 }
 
 /// The findings as one report line each (empty when there are none).

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use super::coverage::{self, CoverageArgs};
 use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
 use crate::check::model::op::{parse_script, script_text};
@@ -19,7 +20,7 @@ use crate::check::model::Op;
 use crate::explore::gen::WORKERS;
 use crate::explore::run::{run_ops, search, ModelRun, SearchConfig, Target};
 use crate::report::{self, Reporter};
-use crate::runner::{self, Config};
+use crate::runner::{self, Config, RunInfo};
 use crate::spec;
 use crate::subjects::ctx::DEFAULT_CRASH_KILLS;
 use crate::subjects::driver::client::DriverCommand;
@@ -96,6 +97,10 @@ pub struct ConformanceArgs {
     /// Also write a JUnit XML report here
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write an HTML report here: one self-contained page, with each
+    /// failing case's timeline and the spec's coverage
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Keep the work directory of each case that did not pass
     #[arg(long)]
     pub keep: bool,
@@ -105,7 +110,7 @@ pub struct ConformanceArgs {
     /// List the cases (id, rule, summary) and exit
     #[arg(long)]
     pub list: bool,
-    /// Show passing cases too
+    /// Show passing cases too (and give them timelines in the reports)
     #[arg(long, short)]
     pub verbose: bool,
     #[command(flatten)]
@@ -302,6 +307,16 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             run_cases.push(case);
         }
     }
+    let info = RunInfo {
+        implementation: subjects.subject.program.display().to_string(),
+        implementation_version: crate::subjects::version(&subjects.subject),
+        reference: subjects.reference.program.display().to_string(),
+        runner: format!("ukue-conformance {}", env!("CARGO_PKG_VERSION")),
+        seed,
+        machine: RunInfo::machine(),
+        started_at: RunInfo::now(),
+        partition: args.shard.partition.map(|p| p.to_string()),
+    };
     let config = Config {
         replay: replay_prefix(&args, &subjects, seed),
         subjects: Arc::new(subjects),
@@ -315,6 +330,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         strict: args.strict,
         fail_fast: args.shard.fail_fast,
         iteration: None,
+        all_timelines: args.verbose,
+        info,
     };
     interrupt_kills_everything()?;
     let mut human;
@@ -325,16 +342,12 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             &mut human
         }
         Format::Json => {
-            json = report::Json;
+            json = report::Json::default();
             &mut json
         }
     };
     let started = Instant::now();
-    reporter.begin(
-        run_cases.len() + skipped.len(),
-        seed,
-        &config.subjects.subject.program.display().to_string(),
-    );
+    reporter.begin(run_cases.len() + skipped.len(), &config.info);
     let shared = Mutex::new(reporter);
     let reports = if args.shard.soak().is_on() {
         let replay = |seed| replay_prefix(&args, &config.subjects, seed);
@@ -344,7 +357,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     };
     let reporter = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     reporter.end(&reports, started.elapsed());
-    shard::write_files(args.junit.as_ref(), &reports, started.elapsed())?;
+    let files = shard::ReportFiles { junit: args.junit.clone(), html: args.html.clone() };
+    files.write(&reports, started.elapsed(), std::slice::from_ref(&config.info))?;
     if args.keep && reports.iter().any(|r| r.work_dir.is_some()) {
         let kept = root.keep();
         eprintln!("ukue-conformance: kept the work directories under {}", kept.display());
@@ -399,6 +413,8 @@ pub enum ModelCommand {
     Replay(ReplayArgs),
     /// Join the JSON reports of a run's shards into one summary and exit status
     Merge(MergeArgs),
+    /// List every rule of FORMAT.md with the cases that check it; the gaps
+    Coverage(CoverageArgs),
 }
 
 #[derive(Debug, Args)]
@@ -463,6 +479,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Model(args) => ("model", args.driver.as_deref()),
         ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
         ModelCommand::Merge(_) => ("merge", None),
+        ModelCommand::Coverage(_) => ("coverage", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -475,6 +492,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Model(args) => model(args, target),
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
+        ModelCommand::Coverage(args) => coverage::run(args),
     }
 }
 

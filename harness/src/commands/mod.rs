@@ -5,7 +5,9 @@
 //! - [`probe`]: `ukue-probe`, the command that `ukue work` runs in the cases;
 //! - [`broken`]: `ukue-broken`, a deliberately broken `ukue`;
 //! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference;
-//! - [`shard`]: the runner's `--partition`, soak flags and `merge`.
+//! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
+//! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
+//!   the cases that check them.
 //!
 //! `ukue-bench` is [`crate::bench`].
 //!
@@ -14,9 +16,11 @@
 //! [`broken`]: crate::commands::broken
 //! [`driver`]: crate::commands::driver
 //! [`shard`]: crate::commands::shard
+//! [`coverage`]: crate::commands::coverage
 
 pub mod broken;
 pub mod conformance;
+pub mod coverage;
 pub mod driver;
 pub mod probe;
 pub mod shard;

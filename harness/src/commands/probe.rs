@@ -54,9 +54,14 @@ fn run(log: PathBuf) -> i32 {
         at_ms: now_ms(),
         payload_sha256: format!("{:x}", Sha256::digest(&payload)),
         payload: text.chars().take(200).collect(),
-        held: held(),
+        held: None,
         exit: None,
+        token: None,
+        token_type: None,
+        lease_until: None,
+        updated_at: None,
     };
+    record.saw(held());
     if let Err(e) = append(&log, &record) {
         eprintln!("ukue-probe: cannot write {}: {e}", log.display());
         return 70;
@@ -93,7 +98,7 @@ fn run(log: PathBuf) -> i32 {
     }
     record.event = RecordKind::End;
     record.at_ms = now_ms();
-    record.held = held();
+    record.saw(held());
     record.exit = Some(status);
     if let Err(e) = append(&log, &record) {
         eprintln!("ukue-probe: cannot write {}: {e}", log.display());

@@ -11,7 +11,7 @@ use super::conformance::exit;
 use crate::report::{self, merge::merge as read_shards, Reporter};
 use crate::runner::partition::Partition;
 use crate::runner::soak::Soak;
-use crate::runner::CaseReport;
+use crate::runner::{CaseReport, RunInfo};
 
 #[derive(Debug, Clone, Args)]
 pub struct ShardArgs {
@@ -53,6 +53,9 @@ pub struct MergeArgs {
     /// Also write a JUnit XML report of the whole run here
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write an HTML report of the whole run here
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `ukue-conformance merge`: the shards' cases as one run, its summary
@@ -67,7 +70,8 @@ pub fn merge(args: MergeArgs) -> u8 {
     };
     let mut human = report::Human::new(false);
     human.end(&merged.reports, merged.elapsed);
-    if let Err(e) = write_files(args.junit.as_ref(), &merged.reports, merged.elapsed) {
+    let files = ReportFiles { junit: args.junit.clone(), html: args.html.clone() };
+    if let Err(e) = files.write(&merged.reports, merged.elapsed, &merged.runs) {
         eprintln!("ukue-conformance merge: {e:#}");
         return exit::RUNNER;
     }
@@ -84,11 +88,26 @@ pub fn merge(args: MergeArgs) -> u8 {
     }
 }
 
-/// The report files of a run, the same for one run and for merged shards.
-pub fn write_files(junit: Option<&PathBuf>, reports: &[CaseReport], elapsed: Duration) -> anyhow::Result<()> {
-    use anyhow::Context;
-    if let Some(path) = junit {
-        report::write_junit(path, reports, elapsed).with_context(|| format!("writing {}", path.display()))?;
+/// The report files of a run (`--junit`, `--html`), written the same way
+/// for one run and for merged shards.
+#[derive(Debug, Clone, Default)]
+pub struct ReportFiles {
+    pub junit: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+}
+
+impl ReportFiles {
+    /// Writes them; `runs` is what the run (or each shard) was.
+    pub fn write(&self, reports: &[CaseReport], elapsed: Duration, runs: &[RunInfo]) -> anyhow::Result<()> {
+        use anyhow::Context;
+        if let Some(path) = &self.junit {
+            report::write_junit(path, reports, elapsed, runs)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if let Some(path) = &self.html {
+            let page = report::html::page(reports, elapsed, runs);
+            std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
     }
-    Ok(())
 }

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{counts, totals, Reporter};
-use crate::cases::Level;
-use crate::runner::{CaseReport, Status};
+use super::{by_family, counts, totals, FamilyRow, Reporter};
+use crate::runner::{CaseReport, RunInfo, Status};
+
+/// The widths of the summary table's count columns.
+const WIDTHS: [usize; 6] = [5, 5, 5, 6, 8, 8];
 
 pub struct Human {
     bar: ProgressBar,
@@ -48,6 +50,15 @@ pub fn failure_text(r: &CaseReport) -> String {
     for note in &r.notes {
         text.push_str(&format!("  note:     {}\n", indent(note)));
     }
+    if let Some(timeline) = &r.timeline {
+        let blamed: Vec<_> = timeline.blamed().collect();
+        for bar in blamed.iter().take(BLAMED_SHOWN) {
+            text.push_str(&format!("  run:      {}\n", timeline.bar_text(bar)));
+        }
+        if blamed.len() > BLAMED_SHOWN {
+            text.push_str(&format!("  run:      … and {} more blamed runs\n", blamed.len() - BLAMED_SHOWN));
+        }
+    }
     text.push_str(&format!("  seed:     {}\n", r.seed));
     if let Some(dir) = &r.work_dir {
         text.push_str(&format!("  kept:     {}\n", dir.display()));
@@ -55,6 +66,9 @@ pub fn failure_text(r: &CaseReport) -> String {
     text.push_str(&format!("  replay:   {}\n", r.replay));
     text
 }
+
+/// Blamed runs listed in a failure's text (the reports' timelines hold all).
+const BLAMED_SHOWN: usize = 12;
 
 fn indent(text: &str) -> String {
     text.replace('\n', "\n            ")
@@ -72,8 +86,12 @@ impl Human {
 }
 
 impl Reporter for Human {
-    fn begin(&mut self, total: usize, seed: u64, subject: &str) {
-        self.say(format!("ukue-conformance: {total} cases against {subject}, seed {seed}"));
+    fn begin(&mut self, total: usize, run: &RunInfo) {
+        let version = run.implementation_version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
+        self.say(format!(
+            "ukue-conformance: {total} cases against {}{version}, seed {}",
+            run.implementation, run.seed
+        ));
         self.bar.set_length(total as u64);
         self.bar.set_position(0);
         self.bar.enable_steady_tick(Duration::from_millis(200));
@@ -106,33 +124,17 @@ impl Reporter for Human {
 pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let mut groups: Vec<(&str, Level)> =
-        reports.iter().map(|r| (r.id.split('/').next().unwrap_or(""), r.level)).collect();
-    groups.sort_by_key(|(family, level)| (*family, level.as_str()));
-    groups.dedup();
-    let _ = writeln!(
-        out,
-        "{:<14} {:<6} {:>5} {:>5} {:>5} {:>6} {:>8} {:>8}",
-        "family", "level", "pass", "fail", "warn", "error", "timeout", "skipped"
-    );
-    for (family, level) in groups {
-        let of = |s: Status| {
-            reports
-                .iter()
-                .filter(|r| r.id.split('/').next() == Some(family) && r.level == level && r.status == s)
-                .count()
-        };
-        let _ = writeln!(
-            out,
-            "{family:<14} {:<6} {:>5} {:>5} {:>5} {:>6} {:>8} {:>8}",
-            level.as_str(),
-            of(Status::Pass) + of(Status::ExpectedFailure),
-            of(Status::Fail) + of(Status::UnexpectedPass),
-            of(Status::Warn),
-            of(Status::Error),
-            of(Status::Timeout),
-            of(Status::Skipped),
-        );
+    let _ = write!(out, "{:<14} {:<6}", "family", "level");
+    for (name, width) in FamilyRow::COLUMNS.iter().zip(WIDTHS) {
+        let _ = write!(out, " {name:>width$}");
+    }
+    let _ = writeln!(out);
+    for row in by_family(reports) {
+        let _ = write!(out, "{:<14} {:<6}", row.family, row.level.as_str());
+        for (n, width) in row.counts.iter().zip(WIDTHS) {
+            let _ = write!(out, " {n:>width$}");
+        }
+        let _ = writeln!(out);
     }
     let line: Vec<String> =
         counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
@@ -164,6 +166,8 @@ pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
 mod tests {
     use super::*;
 
+    use crate::cases::Level;
+
     fn report(id: &str, status: Status) -> CaseReport {
         CaseReport {
             id: id.into(),
@@ -181,6 +185,9 @@ mod tests {
             notes: Vec::new(),
             figures: Default::default(),
             iteration: None,
+            rules: Vec::new(),
+            rule_text: None,
+            timeline: None,
         }
     }
 

@@ -5,12 +5,21 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::{counts, totals, Reporter};
-use crate::runner::CaseReport;
+use crate::runner::{CaseReport, RunInfo};
 
 #[derive(Default)]
-pub struct Json;
+pub struct Json {
+    run: RunInfo,
+}
 
 impl Reporter for Json {
+    fn begin(&mut self, _total: usize, run: &RunInfo) {
+        // A soak's passes begin with their own seeds; the summary keeps the run's.
+        if self.run.runner.is_empty() {
+            self.run = run.clone();
+        }
+    }
+
     fn case_done(&mut self, report: &CaseReport) {
         let mut out = std::io::stdout().lock();
         if let Ok(text) = serde_json::to_string(report) {
@@ -27,6 +36,7 @@ impl Reporter for Json {
             "duration_ms": elapsed.as_millis() as u64,
             "ok": !reports.iter().any(|r| r.status.is_bad()),
             "figures": totals(reports),
+            "run": self.run,
         });
         let _ = writeln!(std::io::stdout().lock(), "{summary}");
     }

@@ -6,9 +6,41 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::report::human::failure_text;
-use crate::runner::{CaseReport, Status};
+use crate::report::not_passed;
+use crate::runner::{CaseReport, RunInfo, Status};
 
-pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> std::io::Result<()> {
+/// A case that did not pass in full: its failure, the text of its rule,
+/// and its timeline.
+fn details(r: &CaseReport) -> String {
+    let mut text = failure_text(r);
+    if let Some(rule) = &r.rule_text {
+        text.push_str(&format!("\n{}:\n{rule}\n", r.rule));
+    }
+    if let Some(timeline) = &r.timeline {
+        text.push('\n');
+        text.push_str(&timeline.text());
+    }
+    text
+}
+
+/// One run (or shard) on a line: what ran against what, where and when.
+fn run_text(run: &RunInfo) -> String {
+    let version = run.implementation_version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
+    let shard = run.partition.as_deref().map(|p| format!(", shard {p}")).unwrap_or_default();
+    format!(
+        "{}{version} against {}, seed {}{shard}, {} on {}, started {}",
+        run.implementation, run.reference, run.seed, run.runner, run.machine, run.started_at
+    )
+}
+
+/// `runs` is what the run was (one per shard when merged): each suite
+/// carries it as a `run` property.
+pub fn write_junit(
+    path: &Path,
+    reports: &[CaseReport],
+    elapsed: Duration,
+    runs: &[RunInfo],
+) -> std::io::Result<()> {
     let mut report = Report::new("ukue-conformance");
     report.set_time(elapsed);
     let mut families: Vec<&str> = reports.iter().map(|r| r.id.split('/').next().unwrap_or("")).collect();
@@ -16,6 +48,9 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
     families.dedup();
     for family in families {
         let mut suite = TestSuite::new(family);
+        for run in runs {
+            suite.add_property(Property::new("run", run_text(run)));
+        }
         for r in reports.iter().filter(|r| r.id.split('/').next() == Some(family)) {
             let status = match r.status {
                 Status::Pass | Status::ExpectedFailure | Status::Warn => TestCaseStatus::success(),
@@ -43,10 +78,14 @@ pub fn write_junit(path: &Path, reports: &[CaseReport], elapsed: Duration) -> st
             case.set_classname(family);
             case.add_property(Property::new("level", r.level.as_str()));
             case.add_property(Property::new("status", r.status.as_str()));
-            if r.status == Status::Warn {
-                // JUnit knows no warning: the case counts as passed, and
-                // says why it is a warning where CI systems show output.
-                case.set_system_out(failure_text(r));
+            if !r.rules.is_empty() {
+                case.add_property(Property::new("rules", r.rules.join(" ")));
+            }
+            if not_passed(r) {
+                // JUnit knows no warning: a warned case counts as passed, and
+                // says why where CI systems show output; every case that did
+                // not pass shows there what the HTML report shows of it.
+                case.set_system_out(details(r));
             }
             case.set_time(Duration::from_millis(r.duration_ms as u64));
             suite.add_test_case(case);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::runner::CaseReport;
+use crate::runner::{CaseReport, RunInfo};
 
 /// The shards' cases, in the order read, and the run's length (the
 /// longest shard's: shards run side by side).
@@ -17,6 +17,8 @@ pub struct Merged {
     /// Shards whose report ends before its summary line: they did not
     /// finish, so the merged run cannot pass.
     pub unfinished: Vec<PathBuf>,
+    /// What each finished shard's summary says it was.
+    pub runs: Vec<RunInfo>,
 }
 
 /// Reads each shard's report. A case reported by two shards (in the same
@@ -36,6 +38,9 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, String> {
                 let ms = value.get("duration_ms").and_then(|v| v.as_u64()).unwrap_or(0);
                 merged.elapsed = merged.elapsed.max(Duration::from_millis(ms));
                 finished = true;
+                if let Some(run) = value.get("run").and_then(|r| serde_json::from_value(r.clone()).ok()) {
+                    merged.runs.push(run);
+                }
                 continue;
             }
             let report: CaseReport =

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{case_seed, run, CaseReport, Config};
+use super::{case_seed, run, CaseReport, Config, RunInfo};
 use crate::cases::Case;
 use crate::report::Reporter;
 
@@ -48,12 +48,9 @@ pub fn soak(
             break;
         }
         let seed = iteration_seed(config.seed, iteration);
-        let pass = Config { seed, replay: replay(seed), iteration: Some(iteration), ..config.clone() };
-        reporter.lock().unwrap_or_else(|p| p.into_inner()).begin(
-            cases.len() + skipped.len(),
-            seed,
-            &format!("{} (soak pass {iteration})", config.subjects.subject.program.display()),
-        );
+        let info = RunInfo { seed, ..config.info.clone() };
+        let pass = Config { seed, replay: replay(seed), iteration: Some(iteration), info, ..config.clone() };
+        reporter.lock().unwrap_or_else(|p| p.into_inner()).begin(cases.len() + skipped.len(), &pass.info);
         let done = run(&pass, cases, skipped, reporter);
         let bad = done.iter().any(|r| r.status.is_bad());
         reports.extend(done);

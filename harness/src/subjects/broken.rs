@@ -52,9 +52,12 @@ pub const BUGS: &[Bug] = &[
     Bug {
         name: "no-reaping",
         what: "a claim never reaps expired leases",
+        // Not `WHERE 0 AND …`: the statements name the leases index, and
+        // SQLite then finds no plan ("no query solution"), so every claim
+        // failed and nothing ran at all. A lease before 1970 never is.
         edits: &[
-            (Stmt::ReapDead, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
-            (Stmt::ReapReady, "WHERE state = 'running'", "WHERE 0 AND state = 'running'"),
+            (Stmt::ReapDead, "lease_until <= :now", "lease_until < 0"),
+            (Stmt::ReapReady, "lease_until <= :now", "lease_until < 0"),
         ],
         replaced: &[],
         serve: SOUND,
@@ -95,6 +98,41 @@ pub const BUGS: &[Bug] = &[
         name: "renew-without-token",
         what: "renew does not check the token",
         edits: &[(Stmt::Renew, "AND token = :token", "AND (token = :token OR 1)")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "short-token",
+        what: "a claim stores only the first 8 hex digits of its token: 32 bits, not at least 128",
+        edits: &[
+            (Stmt::Take, "token = :token", "token = substr(:token, 1, 8)"),
+            (Stmt::FinishDelete, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::FinishKeep, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Fail, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Renew, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+            (Stmt::Release, "AND token = :token", "AND token = substr(:token, 1, 8)"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "no-busy-timeout",
+        what: "sets no busy timeout: a command that finds the file locked by another writer fails at once",
+        edits: &[(Stmt::SetBusyTimeout, "= 5000", "= 0")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "default-layout-only",
+        what:
+            "reads the version only from a file of 4096-byte pages in UTF-8 (SQLite's defaults): refuses any \
+               other page size or text encoding as a file without a version",
+        edits: &[(
+            Stmt::ReadVersion,
+            "WHERE key = 'format_version'",
+            "WHERE key = 'format_version' AND (SELECT page_size FROM pragma_page_size) = 4096 \
+             AND (SELECT encoding FROM pragma_encoding) = 'UTF-8'",
+        )],
         replaced: &[],
         serve: SOUND,
     },

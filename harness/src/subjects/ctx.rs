@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -14,6 +14,7 @@ use super::observe::strace::printed_id;
 use super::process::{Procs, Spawned};
 use super::{Subject, Subjects};
 use crate::cases::Failure;
+use crate::history::{History, WorkerEvents};
 
 /// How long one command of a subject may take before the case fails.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,6 +36,10 @@ pub struct Ctx {
     pub notes: Vec<String>,
     /// The same figures as numbers, summed over a run (`workers_killed`…).
     pub figures: std::collections::BTreeMap<String, u64>,
+    /// What the case did to its workers (starts, kills, stops).
+    pub events: WorkerEvents,
+    /// The history the case's checks read, for the report's timeline.
+    history: Mutex<Option<History>>,
 }
 
 /// The crash family's kills in a default run.
@@ -53,7 +58,21 @@ impl Ctx {
             crash_kills: DEFAULT_CRASH_KILLS,
             notes: Vec::new(),
             figures: Default::default(),
+            events: WorkerEvents::default(),
+            history: Mutex::new(None),
         }
+    }
+
+    /// Keeps `history` (the latest one kept wins) as what the case's checks
+    /// read, with the case's worker events, for the report's timeline.
+    pub fn keep_history(&self, history: &History) {
+        let kept = History { events: self.events.all(), ..history.clone() };
+        *self.history.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept);
+    }
+
+    /// The history kept by [`keep_history`](Self::keep_history), if any.
+    pub fn take_history(&mut self) -> Option<History> {
+        self.history.get_mut().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

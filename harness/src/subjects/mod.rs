@@ -72,3 +72,21 @@ pub struct Subjects {
     /// `python3 ukue_driver.py`, the Python step driver, when python is there.
     pub python_driver: Option<Subject>,
 }
+
+/// The first line `PROGRAM version` prints (`ukue 0.1.0 (file format 1)`),
+/// for a report; None when it does not end with exit 0 within 10 s.
+pub fn version(subject: &Subject) -> Option<String> {
+    let procs = process::Procs::new(format!("{}-version", std::process::id()));
+    let mut cmd = std::process::Command::new(&subject.program);
+    cmd.args(&subject.args)
+        .arg("version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut spawned = procs.spawn(&mut cmd).ok()?;
+    let status = spawned.wait_timeout(std::time::Duration::from_secs(10)).ok()??;
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut spawned.child.stdout.take()?, &mut out).ok()?;
+    let line = out.lines().next()?.trim();
+    (status.success() && !line.is_empty()).then(|| line.chars().take(200).collect())
+}

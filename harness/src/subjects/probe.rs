@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::observe::file::{open_read_only, state_and_attempts};
+use super::observe::file::open_read_only;
 
 /// One action of a payload script; words that are none of these are labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,17 @@ pub struct Record {
     pub held: Option<bool>,
     /// The status the probe exits with (end records).
     pub exit: Option<i32>,
+    /// What the file showed of the job while this attempt held it: its
+    /// token (and SQLite's type of it), `lease_until`, and `updated_at`
+    /// (at the start, the moment the claim took it). Absent when not held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,14 +91,59 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
-/// Whether `attempt` holds `job` in `file`, read without writing; None
-/// when the file cannot be read.
-pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<bool> {
+/// What the file shows of a job, read without writing, for one attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holding {
+    /// Whether the job is running with this attempt count.
+    pub held: bool,
+    /// The rest only when held.
+    pub token: Option<String>,
+    pub token_type: Option<String>,
+    pub lease_until: Option<i64>,
+    pub updated_at: Option<i64>,
+}
+
+/// Whether `attempt` holds `job` in `file`, and its token and lease if so;
+/// None when the file cannot be read.
+pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<Holding> {
     let conn = open_read_only(file).ok()?;
-    match state_and_attempts(&conn, job) {
-        Ok(Some((state, attempts))) => Some(state == "running" && attempts == attempt),
-        Ok(None) => Some(false),
+    let row = conn.query_row(
+        "SELECT state, attempts, CAST(token AS TEXT), typeof(token), lease_until, updated_at
+         FROM ukue_jobs WHERE id = ?1",
+        [job],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+                r.get::<_, Option<i64>>(5)?,
+            ))
+        },
+    );
+    match row {
+        Ok((state, attempts, token, token_type, lease_until, updated_at)) => {
+            if state == "running" && attempts == attempt {
+                Some(Holding { held: true, token, token_type: Some(token_type), lease_until, updated_at })
+            } else {
+                Some(Holding::default())
+            }
+        }
+        Err(rusqlite::Error::QueryReturnedNoRows) => Some(Holding::default()),
         Err(_) => None,
+    }
+}
+
+impl Record {
+    /// Notes what the file showed (`None`: it could not be read).
+    pub fn saw(&mut self, holding: Option<Holding>) {
+        self.held = holding.as_ref().map(|h| h.held);
+        let holding = holding.unwrap_or_default();
+        self.token = holding.token;
+        self.token_type = holding.token_type;
+        self.lease_until = holding.lease_until;
+        self.updated_at = holding.updated_at;
     }
 }
 

@@ -14,16 +14,22 @@ use super::observe::file::job_count;
 use super::process::Spawned;
 use super::Subject;
 use crate::cases::Failure;
+use crate::history::{WorkerEventKind, WorkerEvents};
 
 /// A running `work` process of a subject.
 pub struct WorkerProcess {
     pub process: Spawned,
     pub stderr_path: PathBuf,
+    /// The case's record of what was done to its workers.
+    events: WorkerEvents,
 }
+
+/// The name of a case's probe log, in its directory.
+pub const PROBE_LOG: &str = "probe.log";
 
 /// The probe log of a case.
 pub fn probe_log(ctx: &Ctx) -> PathBuf {
-    ctx.path("probe.log")
+    ctx.path(PROBE_LOG)
 }
 
 /// Starts `who work FILE QUEUE OPTIONS -- ukue-probe LOG`.
@@ -58,7 +64,9 @@ pub fn start_command_worker(
     args.push("--");
     args.extend_from_slice(command);
     let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
-    Ok(WorkerProcess { process, stderr_path })
+    let worker = WorkerProcess { process, stderr_path, events: ctx.events.clone() };
+    worker.note(WorkerEventKind::Started);
+    Ok(worker)
 }
 
 impl WorkerProcess {
@@ -78,9 +86,28 @@ impl WorkerProcess {
         }
     }
 
+    /// Records, for the history, what was just done to the worker.
+    pub fn note(&self, kind: WorkerEventKind) {
+        self.events.record(self.process.pid() as u32, kind);
+    }
+
+    /// SIGSTOP: the worker does nothing until [`resume`](Self::resume)
+    /// (its commands go on).
+    pub fn suspend(&self) {
+        self.process.signal(Signal::SIGSTOP);
+        self.note(WorkerEventKind::Suspended);
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        self.process.signal(Signal::SIGCONT);
+        self.note(WorkerEventKind::Resumed);
+    }
+
     /// SIGTERM, then waits (up to `limit`) for it to end.
     pub fn stop(mut self, limit: Duration) -> Result<(), Failure> {
         self.process.signal(Signal::SIGTERM);
+        self.note(WorkerEventKind::Stopped);
         match self.process.wait_timeout(limit)? {
             Some(status) if status.success() => Ok(()),
             Some(status) => Err(Failure::fail(

@@ -65,3 +65,51 @@ pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
     ensure!(ids.windows(2).all(|w| w[0] < w[1]), "ids that grow with each add", format!("{ids:?}"));
     Ok(())
 }
+
+/// How long another writer holds the file's write lock while the subject
+/// adds: FORMAT.md's busy timeout is 5 s.
+const LOCK_HELD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// FORMAT.md §4.1: with a busy timeout set, an `add` that finds another
+/// writer holding the file waits for it instead of failing at once.
+pub(super) fn add_waits_for_busy_file(ctx: &mut Ctx) -> CaseResult {
+    use std::process::Stdio;
+    let file = ctx.init("busy.ukue")?;
+    let who = ctx.subject().clone();
+    let lock = crate::subjects::observe::file::write(&file)?;
+    lock.execute_batch("BEGIN IMMEDIATE")?;
+    let mut args: Vec<&str> = who.args.iter().map(String::as_str).collect();
+    args.extend(["add", path_str(&file), "q", "waited"]);
+    let mut add = ctx.spawn(&who.program, &args, Stdio::piped(), Stdio::piped())?;
+    // Not a wait for anything: the second another program holds the lock.
+    std::thread::sleep(LOCK_HELD);
+    let ended_early = add.child.try_wait()?;
+    lock.execute_batch("COMMIT")?;
+    let status = add.wait_timeout(std::time::Duration::from_secs(30))?;
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut pipe) = add.child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut out);
+    }
+    if let Some(mut pipe) = add.child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+    }
+    let shown = format!("`{} add` while another connection held the write lock for 1 s", who.name);
+    let what = |status: Option<std::process::ExitStatus>| match status {
+        Some(s) => format!("it ended ({s}) with {:?} on stdout, {:?} on stderr", out.trim(), err.trim()),
+        None => "it was still running 30 s after the lock was released".to_string(),
+    };
+    ensure!(
+        ended_early.is_none(),
+        format!("{shown} to wait for it (FORMAT.md §4.1: a busy timeout of 5 s)"),
+        what(ended_early)
+    );
+    ensure!(
+        status.is_some_and(|s| s.success()) && out.trim().parse::<i64>().is_ok(),
+        format!("{shown} to add the job once the lock was released, and print its id"),
+        what(status)
+    );
+    let id: i64 = out.trim().parse().unwrap_or_default();
+    let row = row_present(&file, id)?;
+    ensure_eq!(String::from_utf8_lossy(&row.payload).into_owned(), "waited", format!("job {id}'s payload"));
+    Ok(())
+}

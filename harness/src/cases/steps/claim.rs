@@ -356,3 +356,114 @@ pub(super) fn work_environment(ctx: &mut Ctx) -> CaseResult {
     }
     Ok(())
 }
+
+/// FORMAT.md §5.4: "The token MUST be a fresh random value of at least 128
+/// bits, stored as text". From outside: every claim's token (as the probe
+/// read it from the file while its run held the job) is TEXT, no two are
+/// alike, and each is long enough to hold 128 bits in the alphabet the
+/// tokens use (32 hex digits; 22 characters of base64): a lower bound, so
+/// that no correct program fails it.
+pub(super) fn claim_token_fresh(ctx: &mut Ctx) -> CaseResult {
+    const JOBS: usize = 20;
+    let file = ctx.init("tokens.ukue")?;
+    let jobs: Vec<(String, Vec<String>)> = (0..JOBS).map(|i| (format!("token-{i}"), Vec::new())).collect();
+    let added = add_all(ctx, &file, "q", &jobs)?;
+    let ids: Vec<i64> = added.iter().map(|a| a.job).collect();
+    let mut worker = probe_worker(ctx, &file, "q", &["--concurrency", "2"])?;
+    wait_settled(ctx, &file, &ids, secs(30), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let history = common::history(ctx, &file, added)?;
+    let mut findings = check::exactly_once(&history);
+    findings.extend(token_findings(&history.executions));
+    common::no_findings(
+        &format!(
+            "each of the {JOBS} claims to store a new token, as text, of at least 128 bits (FORMAT.md §5.4)"
+        ),
+        findings,
+    )
+}
+
+/// What is wrong with the tokens the runs held: not read, not TEXT, one
+/// used twice, too short for 128 bits in the tokens' alphabet.
+fn token_findings(runs: &[crate::history::Execution]) -> Vec<check::Finding> {
+    let mut alphabet: Vec<char> = runs.iter().flat_map(|e| e.token.iter().flat_map(|t| t.chars())).collect();
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    let bits_a_char = (alphabet.len().max(2) as f64).log2();
+    let mut seen = std::collections::BTreeMap::new();
+    let mut findings = Vec::new();
+    let mut found = |e: &crate::history::Execution, message: String| {
+        let f = check::Finding { check: "token", job: Some(e.job), message, ..Default::default() };
+        findings.push(f.blaming([e]));
+    };
+    for e in runs {
+        let Some(token) = &e.token else {
+            found(e, format!("attempt {} (pid {}): the file showed no token while it ran", e.attempt, e.pid));
+            continue;
+        };
+        if e.token_type.as_deref() != Some("text") {
+            found(
+                e,
+                format!(
+                    "attempt {}: the token {token:?} is stored as {:?}, not text",
+                    e.attempt, e.token_type
+                ),
+            );
+        }
+        let bits = token.chars().count() as f64 * bits_a_char;
+        if token.len() < 16 || bits < 128.0 {
+            found(
+                e,
+                format!(
+                    "attempt {}: the token {token:?} holds at most {bits:.0} bits ({} characters of an alphabet of {})",
+                    e.attempt,
+                    token.chars().count(),
+                    alphabet.len()
+                ),
+            );
+        }
+        if let Some(other) = seen.insert(token.clone(), (e.job, e.attempt)) {
+            found(
+                e,
+                format!(
+                    "attempt {}: the token {token:?} was job {}'s attempt {} too",
+                    e.attempt, other.0, other.1
+                ),
+            );
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Execution;
+
+    fn run(job: i64, token: &str) -> Execution {
+        Execution {
+            job,
+            attempt: 1,
+            token: Some(token.into()),
+            token_type: Some("text".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tokens_must_be_new_text_and_long_enough() {
+        let hex: Vec<Execution> = (0..16)
+            .map(|i| run(i, &format!("{:032x}", 0x0123_4567_89ab_cdefu128 * (i as u128 + 3))))
+            .collect();
+        assert_eq!(token_findings(&hex), vec![], "32 hex digits hold 128 bits");
+        let short: Vec<Execution> =
+            (0..16).map(|i| run(i, &format!("{:08x}", 0x89ab_cdefu32.wrapping_mul(i as u32 + 3)))).collect();
+        assert_eq!(token_findings(&short).len(), 16, "8 hex digits hold 32");
+        let mut twice = hex.clone();
+        twice[1].token = twice[0].token.clone();
+        twice[2].token_type = Some("blob".into());
+        twice[3].token = None;
+        let checks: Vec<String> = token_findings(&twice).into_iter().map(|f| f.message).collect();
+        assert_eq!(checks.len(), 3, "{checks:?}");
+    }
+}

@@ -53,6 +53,8 @@ pub fn cases() -> Vec<Case> {
         case("steps/list-json", "5.10", "list --json shows the contract's keys and filters by state, queue, after, limit", list_json),
         case("steps/show-json", "5.10", "show --json shows one job with the contract's keys, times and payload", show_json),
         case("steps/work-environment", "5.4", "work gives the command the payload and UKUE_* variables", work_environment),
+        case("steps/claim-token-fresh", "5.4", "each claim stores a new token, as text, of at least 128 bits", claim_token_fresh),
+        Case { level: Level::Should, ..case("steps/add-waits-for-busy-file", "4.1", "an add that finds the file locked by another writer for 1 s waits, then adds the job", add_waits_for_busy_file) },
     ]
 }
 

@@ -1,0 +1,181 @@
+//! `ukue-conformance coverage`: every rule of FORMAT.md (each numbered
+//! section, and each MUST or SHOULD sentence) with the cases that check it
+//! and their levels, and the gaps; `--diff OLD NEW` names the rules an
+//! edit changed and the cases to rerun (crate::spec::coverage).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::conformance::{exit, Format};
+use crate::cases;
+use crate::spec::coverage::{self, CaseInfo, Change, Check, Coverage, RuleCoverage};
+use crate::spec::{self, rules::RuleKind};
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Exit 1 when a rule has no case and CONFORMANCE.md does not say why
+    /// (or when its table names a rule or case that does not exist)
+    #[arg(long)]
+    pub require_full: bool,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Judge this FORMAT.md instead of the one the runner embeds (a page
+    /// being edited)
+    #[arg(long, value_name = "FILE", conflicts_with = "diff")]
+    pub spec: Option<PathBuf>,
+    /// The rules that differ between two versions of FORMAT.md, and the
+    /// cases that check each
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    pub diff: Option<Vec<PathBuf>>,
+}
+
+pub fn run(args: CoverageArgs) -> u8 {
+    let cases: Vec<CaseInfo> = cases::all().iter().map(CaseInfo::from).collect();
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path)
+            .map_err(|e| eprintln!("ukue-conformance coverage: {}: {e}", path.display()))
+    };
+    if let Some(paths) = &args.diff {
+        let (Ok(old), Ok(new)) = (read(&paths[0]), read(&paths[1])) else { return exit::USAGE };
+        let changes = coverage::diff(&old, &new, spec::CONFORMANCE_MD, &cases);
+        match args.format {
+            Format::Json => println!("{}", serde_json::json!({ "changes": changes })),
+            Format::Human => print_diff(&changes, &paths[0], &paths[1]),
+        }
+        return exit::OK;
+    }
+    let page = match &args.spec {
+        Some(path) => match read(path) {
+            Ok(text) => text,
+            Err(()) => return exit::USAGE,
+        },
+        None => spec::FORMAT_MD.to_string(),
+    };
+    let covered = coverage::coverage(&page, spec::CONFORMANCE_MD, &cases);
+    for problem in &covered.problems {
+        eprintln!("ukue-conformance coverage: {problem}");
+    }
+    match args.format {
+        Format::Json => {
+            let gaps: Vec<&str> = covered.gaps().map(|r| r.rule.id.as_str()).collect();
+            let explained: Vec<&str> = covered.explained().map(|r| r.rule.id.as_str()).collect();
+            let value = serde_json::json!({
+                "rules": covered.rules, "gaps": gaps, "explained": explained, "problems": covered.problems,
+            });
+            println!("{value}");
+        }
+        Format::Human => print_coverage(&covered),
+    }
+    let incomplete = covered.gaps().next().is_some() || !covered.problems.is_empty();
+    if args.require_full && incomplete {
+        exit::FAILURES
+    } else {
+        exit::OK
+    }
+}
+
+fn checks(cases: &[Check]) -> String {
+    cases.iter().map(|c| format!("{} ({})", c.id, c.level.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+/// What checks a rule, on one line.
+fn checked_by(r: &RuleCoverage) -> String {
+    let mut parts = Vec::new();
+    if !r.cases.is_empty() {
+        parts.push(checks(&r.cases));
+    }
+    if !r.through.is_empty() {
+        parts.push(format!("through §{}", r.through.join(", §")));
+    }
+    match (&r.note, r.gap) {
+        (Some(note), true) => parts.push(format!("NOT CHECKED from outside: {note}")),
+        (None, true) => parts.push("GAP: no case checks it".to_string()),
+        _ => {}
+    }
+    parts.join("; ")
+}
+
+fn print_coverage(covered: &Coverage) {
+    let sentences = covered.rules.iter().filter(|r| r.rule.kind != RuleKind::Section).count();
+    println!(
+        "FORMAT.md: {} rules ({} sections, {sentences} MUST or SHOULD sentences)\n",
+        covered.rules.len(),
+        covered.rules.len() - sentences
+    );
+    for r in &covered.rules {
+        let name = match r.rule.kind {
+            RuleKind::Section => format!("§{} {}", r.rule.id, r.rule.title),
+            _ => r.rule.id.clone(),
+        };
+        let name: String = name.chars().take(46).collect();
+        println!("{name:<46} {:<7} {}", r.rule.kind.as_str(), checked_by(r));
+    }
+    let gaps: Vec<&str> = covered.gaps().map(|r| r.rule.id.as_str()).collect();
+    let explained: Vec<&str> = covered.explained().map(|r| r.rule.id.as_str()).collect();
+    println!(
+        "\n{} checked, {} not checkable from outside (spec/CONFORMANCE.md says why: {}), {} gaps{}",
+        covered.rules.len() - gaps.len() - explained.len(),
+        explained.len(),
+        if explained.is_empty() { "none".to_string() } else { explained.join(", ") },
+        gaps.len(),
+        if gaps.is_empty() { String::new() } else { format!(": {}", gaps.join(", ")) }
+    );
+}
+
+fn print_diff(changes: &[coverage::RuleChange], old: &std::path::Path, new: &std::path::Path) {
+    if changes.is_empty() {
+        println!("{} and {} hold the same rules, word for word", old.display(), new.display());
+        return;
+    }
+    println!("{} rules differ between {} and {}:\n", changes.len(), old.display(), new.display());
+    let mut rerun: Vec<&str> = Vec::new();
+    for c in changes {
+        let cases = checks(&c.cases);
+        let verdict = match (c.change, c.cases.is_empty()) {
+            (Change::Changed, false) => format!("rerun {cases}"),
+            (Change::Changed, true) => "no case checks it".to_string(),
+            (Change::Added, false) => format!("checked by {cases}"),
+            (Change::Added, true) => {
+                "NOT CHECKED: no case checks it (a reworded sentence gets a new id: map it in CONFORMANCE.md)"
+                    .to_string()
+            }
+            (Change::Removed, false) => {
+                format!("LOST: {cases} checked it; they now check a rule that is gone")
+            }
+            (Change::Removed, true) => "no case checked it".to_string(),
+        };
+        let word = match c.change {
+            Change::Changed => "changed",
+            Change::Added => "added",
+            Change::Removed => "removed",
+        };
+        println!("{word:<8} {}: {verdict}", c.id);
+        if let (Some(before), Some(after)) = (&c.old, &c.new) {
+            print_changed_lines(before, after);
+        }
+        if c.change != Change::Removed {
+            rerun.extend(c.cases.iter().map(|c| c.id.as_str()));
+        }
+    }
+    rerun.sort();
+    rerun.dedup();
+    if !rerun.is_empty() {
+        let flags: Vec<String> = rerun.iter().map(|id| format!("--cases '{id}'")).collect();
+        println!("\nto rerun what checks the changed rules:\n  ukue-conformance {}", flags.join(" "));
+    }
+}
+
+/// The lines of a rule's text that an edit changed, `-` old and `+` new.
+fn print_changed_lines(before: &str, after: &str) {
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let common = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old[common..].iter().rev().zip(new[common..].iter().rev()).take_while(|(a, b)| a == b).count();
+    for line in &old[common..old.len() - tail] {
+        println!("           - {line}");
+    }
+    for line in &new[common..new.len() - tail] {
+        println!("           + {line}");
+    }
+}

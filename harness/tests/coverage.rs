@@ -1,0 +1,99 @@
+//! `ukue-conformance coverage`: the real FORMAT.md has no rule that no case
+//! checks and CONFORMANCE.md does not explain; an edited page shows which
+//! rules changed, which lost their check, and what to rerun.
+
+mod support;
+
+use std::process::Command;
+
+use support::conformance;
+
+fn coverage(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(conformance()).arg("coverage").args(args).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn the_real_page_is_covered_but_for_what_conformance_md_explains() {
+    let (code, stdout, stderr) = coverage(&["--require-full"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("0 gaps"), "{stdout}");
+    let (code, stdout, _) = coverage(&["--require-full", "--format", "json"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["gaps"], serde_json::json!([]));
+    assert_eq!(json["explained"], serde_json::json!(["8"]), "only §8, about the page itself");
+    let rules = json["rules"].as_array().unwrap();
+    let rule = |id: &str| rules.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}"));
+    let token = rule("5.4/must-be-a-fresh-random");
+    assert_eq!(token["kind"], "must");
+    assert_eq!(token["cases"], serde_json::json!([{"id": "steps/claim-token-fresh", "level": "must"}]));
+    assert!(rule("5").get("through").is_some(), "a section is checked through its subsections");
+}
+
+#[test]
+fn a_diff_of_an_edited_page_names_changed_rules_and_lost_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = ukue_harness::spec::FORMAT_MD;
+    let edited = old
+        // A changed sentence (same id): rerun its case.
+        .replacen("at least 128 bits, stored as text", "at least 64 bits, stored as text", 1)
+        // A reworded one: a new id, and the old one's check is lost.
+        .replacen("A claim MUST run in one transaction", "A claim MUST always run in one transaction", 1);
+    assert_ne!(edited, old);
+    let (old_path, new_path) = (dir.path().join("OLD.md"), dir.path().join("NEW.md"));
+    std::fs::write(&old_path, old).unwrap();
+    std::fs::write(&new_path, &edited).unwrap();
+    let (o, n) = (old_path.to_str().unwrap(), new_path.to_str().unwrap());
+
+    let (code, stdout, stderr) = coverage(&["--diff", o, n, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let changes: Vec<(String, String, Vec<String>)> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let cases = c["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_string())
+                .collect();
+            (c["id"].as_str().unwrap().to_string(), c["change"].as_str().unwrap().to_string(), cases)
+        })
+        .collect();
+    let find =
+        |id: &str| changes.iter().find(|c| c.0 == id).unwrap_or_else(|| panic!("{id} not in {changes:?}"));
+    assert_eq!(find("5.4/must-be-a-fresh-random").1, "changed");
+    assert_eq!(find("5.4/must-be-a-fresh-random").2, ["steps/claim-token-fresh"]);
+    assert_eq!(find("5.4").1, "changed", "its section changed too");
+    assert!(find("5.4").2.contains(&"steps/claim-order-priority".to_string()));
+    assert_eq!(find("5.4/must-always-run-in-one").1, "added");
+    assert!(find("5.4/must-always-run-in-one").2.is_empty(), "the reworded sentence is not mapped");
+    let removed = find("5.4/must-run-in-one-transaction");
+    assert_eq!(
+        (removed.1.as_str(), removed.2.clone()),
+        ("removed", vec!["concurrency/drain-while-adding".to_string(), "http/claims-race".to_string()])
+    );
+    assert_eq!(changes.len(), 4, "nothing else changed: {changes:?}");
+
+    let (_, human, _) = coverage(&["--diff", o, n]);
+    assert!(
+        human.contains("LOST: concurrency/drain-while-adding (must), http/claims-race (must)"),
+        "{human}"
+    );
+    assert!(human.contains("+ 4. **Pick**") || human.contains("at least 64 bits"), "{human}");
+    assert!(human.contains("--cases 'steps/claim-token-fresh'"), "the command that reruns them: {human}");
+
+    // The edited page has a gap now, until CONFORMANCE.md maps the new id.
+    let (code, stdout, _) = coverage(&["--spec", n, "--require-full"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("5.4/must-always-run-in-one") && stdout.contains("GAP"), "{stdout}");
+    let (code, _, _) = coverage(&["--diff", o, "/no/such/file.md"]);
+    assert_eq!(code, 2);
+    let (code, stdout, _) = coverage(&["--diff", o, o]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("hold the same rules"), "{stdout}");
+}
