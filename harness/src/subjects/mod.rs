@@ -10,7 +10,9 @@
 //! - [`worker`]: a subject's `work` running the probe ([`WorkerProcess`]);
 //! - [`probe`]: the probe's records and payload scripts;
 //! - [`python`]: the Python programs the runner carries;
-//! - [`broken`]: deliberately broken subjects;
+//! - [`broken`]: deliberately broken subjects, and [`broken_serve`] their
+//!   flawed servers;
+//! - [`server`]: a subject's `serve` and a client of its API;
 //! - [`driver`]: the step-driver protocol, the reference behind it
 //!   ([`ReferenceDriver`]) and a driver process;
 //! - [`observe`]: the file as any program sees it, and strace.
@@ -22,11 +24,14 @@
 //! [`probe`]: crate::subjects::probe
 //! [`python`]: crate::subjects::python
 //! [`broken`]: crate::subjects::broken
+//! [`broken_serve`]: crate::subjects::broken_serve
+//! [`server`]: crate::subjects::server
 //! [`driver`]: crate::subjects::driver
 //! [`observe`]: crate::subjects::observe
 //! [`ReferenceDriver`]: crate::subjects::driver::ReferenceDriver
 
 pub mod broken;
+pub mod broken_serve;
 pub mod ctx;
 pub mod driver;
 pub mod observe;
