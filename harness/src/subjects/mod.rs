@@ -13,6 +13,7 @@
 //! - [`broken`]: deliberately broken subjects, and [`broken_serve`] their
 //!   flawed servers;
 //! - [`server`]: a subject's `serve` and a client of its API;
+//!   [`http_worker`]: workers over HTTP (the runner's own, http_worker.py);
 //! - [`driver`]: the step-driver protocol, the reference behind it
 //!   ([`ReferenceDriver`]) and a driver process;
 //! - [`observe`]: the file as any program sees it, and strace.
@@ -26,6 +27,7 @@
 //! [`broken`]: crate::subjects::broken
 //! [`broken_serve`]: crate::subjects::broken_serve
 //! [`server`]: crate::subjects::server
+//! [`http_worker`]: crate::subjects::http_worker
 //! [`driver`]: crate::subjects::driver
 //! [`observe`]: crate::subjects::observe
 //! [`ReferenceDriver`]: crate::subjects::driver::ReferenceDriver
@@ -34,6 +36,7 @@ pub mod broken;
 pub mod broken_serve;
 pub mod ctx;
 pub mod driver;
+pub mod http_worker;
 pub mod observe;
 pub mod probe;
 pub mod process;
@@ -76,4 +79,6 @@ pub struct Subjects {
     pub strace: Option<PathBuf>,
     /// `python3 ukue_driver.py`, the Python step driver, when python is there.
     pub python_driver: Option<Subject>,
+    /// `python3 http_worker.py`, a worker over HTTP, when python is there.
+    pub python_http_worker: Option<Subject>,
 }

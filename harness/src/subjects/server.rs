@@ -26,6 +26,17 @@ pub struct ServerProcess {
     pub stderr_path: std::path::PathBuf,
 }
 
+impl ServerProcess {
+    /// SIGKILL, as a crash or the OOM killer would, and waits for it to end.
+    pub fn kill(&mut self) -> Result<(), Failure> {
+        self.process.signal(nix::sys::signal::Signal::SIGKILL);
+        match self.process.wait_timeout(STARTUP)? {
+            Some(_) => Ok(()),
+            None => Err(Failure::error("the server to end after SIGKILL", "it was still there")),
+        }
+    }
+}
+
 /// How a `serve` that was started ended up.
 pub enum Started {
     Listening(ServerProcess),
@@ -237,6 +248,37 @@ impl Client {
             _ => Err(Failure::fail(format!("POST /v1/claim {body}: 200 with a job, or 204"), reply.show())),
         }
     }
+}
+
+/// The server's side of one TCP connection to a port, from /proc/net/tcp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSocket {
+    /// The kernel's state: 1 established, 8 close-wait (the client closed,
+    /// the server has not), …
+    pub state: u8,
+    /// Bytes that came in and the server has not read yet.
+    pub unread: u64,
+}
+
+pub const ESTABLISHED: u8 = 0x01;
+pub const CLOSE_WAIT: u8 = 0x08;
+
+/// The server's side of every connection to `port` on 127.0.0.1 (the
+/// listening socket left out); None when /proc/net/tcp cannot be read.
+pub fn server_sockets(port: u16) -> Option<Vec<ServerSocket>> {
+    let text = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    Some(
+        text.lines()
+            .skip(1)
+            .filter_map(|line| {
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                let state = u8::from_str_radix(cols.get(3)?, 16).ok()?;
+                let unread = u64::from_str_radix(cols.get(4)?.split_once(':')?.1, 16).ok()?;
+                (*cols.get(1)? == local && state != 0x0A).then_some(ServerSocket { state, unread })
+            })
+            .collect(),
+    )
 }
 
 /// Writes `bytes` raw to the server and reads the answer to the end (for
