@@ -49,8 +49,9 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-no-body-limit", "http/body-limit"),
     ("no-reaping", "http/server-killed"),
     ("serve-finishes-abandoned-claims", "http/poll-disconnect"),
-    // A `should` case: it fails under --strict, which every run here has.
+    // `should` cases: they fail under --strict, which every run here has.
     ("serve-keeps-abandoned-claims", "http/poll-disconnect-gives-back"),
+    ("serve-refuses-unread", "http/keep-alive-after-refusal"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

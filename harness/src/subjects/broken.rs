@@ -43,6 +43,9 @@ pub enum ServeFlaw {
     /// A claim runs on when its client has left, and the job it takes is
     /// finished (deleted) as if that client had done it.
     FinishesAbandonedClaims,
+    /// A request with a method no endpoint has is refused before its body
+    /// is read, and the connection closed without a word.
+    RefusesUnread,
 }
 
 /// A server without flaws of its own.
@@ -174,6 +177,14 @@ pub const BUGS: &[Bug] = &[
         edits: &[],
         replaced: &[],
         serve: ServeFlaw::FinishesAbandonedClaims,
+    },
+    Bug {
+        name: "serve-refuses-unread",
+        what: "serve refuses a request with a method no endpoint has (405) before it reads the body, and closes \
+               the connection without Connection: close (as the reference did before it read every body first)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::RefusesUnread,
     },
 ];
 

@@ -58,6 +58,19 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                     .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
             }))
         }),
+        ServeFlaw::RefusesUnread => serve_with(options, args, |api| {
+            api.layer(from_fn(|request: Request, next: Next| async move {
+                if request.method() != axum::http::Method::PUT {
+                    return next.run(request).await;
+                }
+                let mut refused = Response::new(Body::from(r#"{"error": "PUT is not allowed here"}"#));
+                *refused.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+                refused
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                refused
+            }))
+        }),
         ServeFlaw::FinishesAbandonedClaims => {
             let file = args.file.clone();
             let opener = options.clone();

@@ -32,6 +32,7 @@ type Answer = Result<Response, ApiError>;
 type Srv = State<Arc<Server>>;
 
 pub fn router(server: Arc<Server>, hosts: Option<Hosts>) -> Router {
+    let max_body = server.max_body;
     let router = Router::new()
         .route("/v1/health", get(health))
         .route("/v1/jobs", post(add).get(list))
@@ -52,10 +53,11 @@ pub fn router(server: Arc<Server>, hosts: Option<Hosts>) -> Router {
         .layer(from_fn(guard::json_405))
         .layer(from_fn(guard::cross_origin))
         .with_state(server);
-    match hosts {
+    let router = match hosts {
         Some(hosts) => router.layer(from_fn_with_state(Arc::new(hosts), guard::host_check)),
         None => router,
-    }
+    };
+    router.layer(from_fn_with_state(max_body, guard::whole_body))
 }
 
 fn ok() -> Response {

@@ -12,10 +12,9 @@
 //! and `http/published-statuses` (`should`) asks for the published
 //! server's own.
 
+mod connections;
 mod delivery;
 mod faults;
-
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -66,7 +65,15 @@ pub fn cases() -> Vec<Case> {
         case("http/refuses-format-2", "serve refuses a format 2 file and leaves it byte for byte unchanged", refuses_format_2),
         Case {
             level: Level::Should,
-            ..case("http/slow-client", "a client that sends its request slowly does not stop others being served", slow_client)
+            ..case("http/slow-client", "a client that sends its request slowly does not stop others being served", connections::slow_client)
+        },
+        Case {
+            level: Level::Should,
+            ..case(
+                "http/keep-alive-after-refusal",
+                "after a refusal, the connection answers the next request, or the refusal said Connection: close",
+                connections::keep_alive_after_refusal,
+            )
         },
         Case {
             level: Level::Should,
@@ -644,27 +651,5 @@ fn refuses_format_2(ctx: &mut Ctx) -> CaseResult {
         "the refused file byte for byte unchanged",
         crate::cases::common::bytes_diff(&before, &after)
     );
-    Ok(())
-}
-
-fn slow_client(ctx: &mut Ctx) -> CaseResult {
-    let (_file, server, client) = start(ctx, &[], &[])?;
-    // Many connections that send half a request head and stop.
-    let mut slow = Vec::new();
-    for _ in 0..64 {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port))?;
-        std::io::Write::write_all(&mut stream, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")?;
-        slow.push(stream);
-    }
-    let started = std::time::Instant::now();
-    for i in 0..10 {
-        client.add(json!({"queue": "q", "payload": format!("{i}")}))?;
-    }
-    ensure!(
-        started.elapsed() < Duration::from_secs(20),
-        "others served while slow clients hold connections",
-        format!("10 adds took {:?}", started.elapsed())
-    );
-    drop(slow);
     Ok(())
 }
