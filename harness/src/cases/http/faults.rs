@@ -31,6 +31,8 @@ const SHORT_LEASE_MS: i64 = 3000;
 /// Slack for the server's clock reading against ours (the same clock; a
 /// lease_until is rounded to the millisecond).
 const SLACK_MS: i64 = 200;
+/// The lease of the claims that take jobs back.
+const RECLAIM_LEASE_MS: i64 = 60_000;
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {
     let mut gives_back = case(
@@ -89,6 +91,21 @@ fn claim(client: &Client, lease_ms: i64) -> Result<Option<Held>, Failure> {
     client.claim(json!({"queue": "q", "lease": lease}))?.as_ref().map(Held::of).transpose()
 }
 
+/// A job held until `until` (by a holder who is gone) and claimed again
+/// has a second holder if it was claimed before then: by our clock when we
+/// asked, and by the server's own (its answer's lease_until, less the lease
+/// asked). Both, so that neither a slow answer nor a rounded lease_until
+/// is taken for one.
+fn second_holder(job: &Held, until: i64, asked_at: i64) -> CaseResult {
+    let claimed_at = job.lease_until_ms - RECLAIM_LEASE_MS;
+    ensure!(
+        asked_at + SLACK_MS >= until || claimed_at >= until,
+        format!("job {} not claimed while its holder's lease runs (until {until} ms)", job.id),
+        format!("asked for at {asked_at} ms, claimed at {claimed_at} ms by the server's answer")
+    );
+    Ok(())
+}
+
 fn ack(client: &Client, job: &Held, what: &str) -> CaseResult {
     let reply = client.post(&format!("/v1/jobs/{}/ack", job.id), json!({"token": job.token}))?;
     ensure!(reply.status == 200, format!("{what}: 200"), format!("{what}: {}", reply.show()));
@@ -132,14 +149,12 @@ fn claim_back(
     let mut got: BTreeMap<i64, Held> = BTreeMap::new();
     let what = format!("jobs {ids:?} to be claimed again (their holders gone, their leases run out)");
     ctx.wait_for(&what, COME_BACK, || {
-        let asked_at = now_ms();
-        while let Some(job) = claim(client, 60_000)? {
+        let looked_at = now_ms();
+        loop {
+            let asked_at = now_ms();
+            let Some(job) = claim(client, RECLAIM_LEASE_MS)? else { break };
             if let Some(&until) = held_until.get(&job.id) {
-                ensure!(
-                    asked_at + SLACK_MS >= until,
-                    format!("job {} not claimed while its holder's lease runs", job.id),
-                    format!("claimed {} ms before the lease ran out", until - asked_at)
-                );
+                second_holder(&job, until, asked_at)?;
             }
             ensure!(
                 ids.contains(&job.id) && !got.contains_key(&job.id),
@@ -160,10 +175,10 @@ fn claim_back(
             };
             let unreaped = held_until
                 .get(id)
-                .is_some_and(|&until| asked_at > until + SLACK_MS && row.lease_until == Some(until));
+                .is_some_and(|&until| looked_at > until + SLACK_MS && row.lease_until == Some(until));
             ensure!(
                 !(unreaped && row.state == "running"),
-                format!("the claim at {asked_at} ms to reap job {id}, whose lease ran out at {} ms (FORMAT.md §5.4)", held_until[id]),
+                format!("the claims from {looked_at} ms on to reap job {id}, whose lease ran out at {} ms (FORMAT.md §5.4)", held_until[id]),
                 "the job is still running under that lease"
             );
         }
@@ -211,15 +226,12 @@ fn server_killed(ctx: &mut Ctx) -> CaseResult {
         std::iter::once(&keeper).chain(&gone).map(|h| (h.id, h.lease_until_ms)).collect();
     // The jobs nobody held are there at once, and no held one with them.
     let ready: BTreeSet<i64> = ids.iter().copied().filter(|id| !held_until.contains_key(id)).collect();
-    let asked_at = now_ms();
     let mut seen = BTreeSet::new();
-    while let Some(job) = claim(&client, 60_000)? {
+    loop {
+        let asked_at = now_ms();
+        let Some(job) = claim(&client, RECLAIM_LEASE_MS)? else { break };
         if let Some(&until) = held_until.get(&job.id) {
-            ensure!(
-                asked_at + SLACK_MS >= until,
-                format!("job {} not claimed while its holder's lease runs (after the restart)", job.id),
-                format!("claimed {} ms before the lease ran out", until - asked_at)
-            );
+            second_holder(&job, until, asked_at)?;
         }
         ack(&client, &job, &format!("ack of job {}", job.id))?;
         seen.insert(job.id);
@@ -255,8 +267,10 @@ fn poll_disconnect_gives_back(ctx: &mut Ctx) -> CaseResult {
 const LEAVING: usize = 8;
 
 /// Opens waiting claims, waits until the server has read them, and closes
-/// their connections.
-fn leave(ctx: &Ctx, port: u16) -> CaseResult {
+/// their connections. A server that leaves some unread (it serves few
+/// connections at once, say) is not wrong: after a while the case goes on,
+/// and says so.
+fn leave(ctx: &mut Ctx, port: u16) -> CaseResult {
     let body = json!({"queue": "q", "wait": 20, "lease": SHORT_LEASE_MS as f64 / 1000.0}).to_string();
     let request = format!(
         "POST /v1/claim HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -269,7 +283,7 @@ fn leave(ctx: &Ctx, port: u16) -> CaseResult {
         streams.push(stream);
     }
     // The kernel shows when the server has read them: nothing unread on
-    // its side of the connections. Where it cannot be read, go on.
+    // its side of the connections (where /proc/net/tcp cannot be read, go on).
     let read = ctx.wait_for("the server to read the waiting claims", Duration::from_secs(10), || {
         Ok(server_sockets(port).is_none_or(|socks| {
             socks.iter().filter(|s| s.state == ESTABLISHED).count() >= LEAVING
@@ -277,7 +291,10 @@ fn leave(ctx: &Ctx, port: u16) -> CaseResult {
         }))
     });
     drop(streams);
-    read
+    if let Err(e) = read {
+        ctx.notes.push(format!("{}: {}; the clients left anyway", e.expected, e.seen));
+    }
+    Ok(())
 }
 
 /// The case: clients leave waiting claims, jobs come at that moment and
