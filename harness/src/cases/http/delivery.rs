@@ -5,11 +5,15 @@
 //! `UKUE_FILE`, whether the file showed the attempt holding its job), and
 //! the same checkers judge the history (FORMAT.md §6.3).
 //!
-//! It runs in two rounds, so that each kind of worker is seen to run jobs
+//! `http/claims-race` has HTTP clients that claim and hold jobs race the
+//! subject's `work` processes for them.
+//!
+//! Mixed delivery runs in two rounds, so that each kind of worker is seen to run jobs
 //! whatever the machine's speed: first the HTTP workers alone drain what
 //! the producers add, then every worker at once while the producers add
 //! more.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -21,17 +25,21 @@ use crate::check;
 use crate::history::{Added, Execution};
 use crate::subjects::ctx::Ctx;
 use crate::subjects::http_worker;
-use crate::subjects::observe::file::job_count;
+use crate::subjects::observe::file::{job_count, rows};
 use crate::subjects::server::Client;
 use crate::subjects::worker::{start_worker, WorkerProcess};
+use crate::{ensure, ensure_eq};
 
 use super::super::common::{self, no_findings};
 
 /// Jobs each producer adds in each round.
 const PER_PRODUCER: usize = 12;
-/// The runner's HTTP workers, and the subject's `work` processes.
+/// The runner's HTTP workers, and the subject's `work` processes (each
+/// with this concurrency): enough claimers at once that two of them meet
+/// at one job, so that a claim outside BEGIN IMMEDIATE shows.
 const RUNNER_WORKERS: usize = 4;
-const CLI_WORKERS: usize = 2;
+const CLI_WORKERS: usize = 3;
+const CLI_CONCURRENCY: &str = "3";
 /// How long a round's drain may take.
 const DRAIN: Duration = Duration::from_secs(90);
 
@@ -45,7 +53,7 @@ pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResul
     vec![
         case(
             "http/mixed-delivery",
-            "HTTP workers and `work` processes drain one file while the CLI and HTTP add: each job runs exactly once",
+            "4 HTTP workers and 3 `work` processes × concurrency 3 drain one file while the CLI and HTTP add: each job runs exactly once",
             mixed_delivery,
         ),
         with_python,
@@ -127,7 +135,7 @@ fn mixed(ctx: &mut Ctx, python: bool) -> Result<String, Failure> {
                 runners.extend(spawn_runners(scope, ctx, &client, file, &stop));
             }
             for _ in 0..CLI_WORKERS {
-                let options = ["--poll", "20ms", "--quiet"];
+                let options = ["--concurrency", CLI_CONCURRENCY, "--poll", "20ms", "--quiet"];
                 cli_workers.push(start_worker(ctx, ctx.subject(), file, "q", &options)?);
             }
             let by_producer: Vec<_> = producers
@@ -257,4 +265,80 @@ fn runs_by_kind(runs: &[Execution], kinds: &[(u32, &str)]) -> String {
         }
     }
     counts.iter().map(|(kind, n)| format!("{n} by {kind}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Jobs of `http/claims-race`, and its clients.
+const RACED: usize = 120;
+const CLAIMERS: usize = 8;
+
+/// HTTP clients claim (and hold) jobs as fast as they can while `work`
+/// processes take them too: no job is claimed twice over HTTP, or both
+/// over HTTP and by a `work` process, or run twice, and every job is taken.
+pub fn claims_race(ctx: &mut Ctx) -> CaseResult {
+    let (file, _server, client) = super::start(ctx, &[], &[])?;
+    for i in 0..RACED {
+        client.add(json!({"queue": "q", "payload": format!("job {i}")}))?;
+    }
+    let options = ["--concurrency", CLI_CONCURRENCY, "--poll", "20ms", "--quiet"];
+    let mut workers = (0..2)
+        .map(|_| start_worker(ctx, ctx.subject(), &file, "q", &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let claimed: Result<Vec<i64>, Failure> = std::thread::scope(|scope| {
+        let claimers: Vec<_> = (0..CLAIMERS)
+            .map(|_| {
+                let client = &client;
+                scope.spawn(move || -> Result<Vec<i64>, Failure> {
+                    let mut got = Vec::new();
+                    while let Some(job) = client.claim(json!({"queue": "q", "lease": 120}))? {
+                        got.push(job["id"].as_i64().unwrap_or(-1));
+                    }
+                    Ok(got)
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for c in claimers {
+            all.extend(c.join().unwrap_or_else(|_| Err(Failure::error("a client thread", "it panicked")))?);
+        }
+        Ok(all)
+    });
+    let held: BTreeSet<i64> = claimed.as_ref().map(|c| c.iter().copied().collect()).unwrap_or_default();
+    // The `work` processes finish what they took: then the file holds the held jobs only.
+    let finished = claimed.as_ref().map_err(Clone::clone).and_then(|_| {
+        ctx.wait_for("the `work` processes to finish the jobs they took", DRAIN, || {
+            for worker in workers.iter_mut() {
+                worker.still_running("the subject's `work` to keep running until stopped")?;
+            }
+            Ok(rows(&file)?.iter().all(|r| held.contains(&r.id)))
+        })
+    });
+    for worker in workers {
+        worker.stop(Duration::from_secs(30))?;
+    }
+    let claimed = claimed?;
+    finished?;
+    let ran: Vec<i64> = common::executions(ctx)?.iter().map(|e| e.job).collect();
+    let twice = |ids: &[i64]| {
+        let mut seen = BTreeSet::new();
+        ids.iter().filter(|id| !seen.insert(**id)).copied().collect::<BTreeSet<i64>>()
+    };
+    let (claimed_twice, ran_twice) = (twice(&claimed), twice(&ran));
+    let ran: BTreeSet<i64> = ran.into_iter().collect();
+    let both: BTreeSet<i64> = held.intersection(&ran).copied().collect();
+    ensure!(
+        claimed_twice.is_empty() && ran_twice.is_empty() && both.is_empty(),
+        format!("each of {RACED} jobs claimed once: over HTTP, or by a `work` process"),
+        format!(
+            "claimed twice over HTTP: {claimed_twice:?}; run twice by `work`: {ran_twice:?}; claimed over HTTP and run by `work`: {both:?}"
+        )
+    );
+    ensure_eq!(
+        held.len() + ran.len(),
+        RACED,
+        format!("jobs taken ({} over HTTP, {} by `work`)", held.len(), ran.len())
+    );
+    let running = rows(&file)?.iter().filter(|r| r.state == "running").count();
+    ensure_eq!(running, held.len(), "jobs the file shows running: those held over HTTP");
+    ctx.notes.push(format!("{} claimed over HTTP, {} run by `work`", held.len(), ran.len()));
+    Ok(())
 }

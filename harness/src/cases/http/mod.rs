@@ -51,7 +51,11 @@ pub fn cases() -> Vec<Case> {
         ),
         case("http/wrong-token-409", "ack, fail, extend and release with another token answer 409 and change nothing", wrong_token),
         case("http/long-poll", "a claim with wait is answered when another process adds a job; 204 when none comes", long_poll),
-        case("http/claims-race", "8 clients claim 120 jobs at once: each job is claimed exactly once", claims_race),
+        case(
+            "http/claims-race",
+            "8 clients claim 120 jobs at once while 2 `work` processes take them too: each job is claimed exactly once",
+            delivery::claims_race,
+        ),
         case("http/auth", "with a token, every endpoint but /v1/health refuses a request without it or with a wrong one (4xx, a JSON error) and changes nothing", auth),
         case("http/body-limit", "a body over --max-body is refused (4xx, a JSON error) and adds nothing", body_limit),
         case(
@@ -362,46 +366,6 @@ fn long_poll(ctx: &mut Ctx) -> CaseResult {
     let job = waiting.join().map_err(|_| Failure::error("the client thread", "it panicked"))??;
     let job = job.ok_or_else(|| Failure::fail(format!("the waiting claim to get job {id}"), "204"))?;
     ensure_eq!(job["id"].as_i64(), Some(id), "the job the waiting claim got");
-    Ok(())
-}
-
-fn claims_race(ctx: &mut Ctx) -> CaseResult {
-    let (file, _server, client) = start(ctx, &[], &[])?;
-    const JOBS: usize = 120;
-    let payloads: Vec<String> = (0..JOBS).map(|i| format!("job {i}")).collect();
-    for p in &payloads {
-        client.add(json!({"queue": "q", "payload": p}))?;
-    }
-    let claimers: Vec<_> = (0..8)
-        .map(|_| {
-            let client = client.clone();
-            std::thread::spawn(move || -> Result<Vec<(i64, String)>, Failure> {
-                let mut got = Vec::new();
-                while let Some(job) = client.claim(json!({"queue": "q", "lease": 120}))? {
-                    got.push((
-                        job["id"].as_i64().unwrap_or(-1),
-                        job["token"].as_str().unwrap_or("").to_string(),
-                    ));
-                }
-                Ok(got)
-            })
-        })
-        .collect();
-    let mut claimed = Vec::new();
-    for c in claimers {
-        claimed.extend(c.join().map_err(|_| Failure::error("a client thread", "it panicked"))??);
-    }
-    let mut ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
-    ids.sort();
-    let twice: Vec<i64> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
-    ensure!(
-        twice.is_empty(),
-        format!("each of {JOBS} jobs claimed once"),
-        format!("claimed twice: {twice:?}")
-    );
-    ensure_eq!(ids.len(), JOBS, "jobs claimed");
-    let running = ctx.json(ctx.subject(), &["stats", path_str(&file), "--json"])?;
-    ensure_eq!(running["queues"][0]["running"].as_u64(), Some(JOBS as u64), "running jobs in the file");
     Ok(())
 }
 
