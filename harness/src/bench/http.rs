@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use ukue::{NewJob, Ukue};
 
 use super::latency::Spread;
-use super::load::{epoch_us, Count, Rate, Role, LEASE, PAYLOAD, QUEUE};
+use super::load::{epoch_us, joined, Count, Rate, Role, LEASE, PAYLOAD, QUEUE};
 use crate::cases::Failure;
 use crate::subjects::server::{free_port, server_sockets, Client, ESTABLISHED};
 
@@ -174,10 +174,7 @@ pub fn rate(role: Role, file: &Path, clients: usize, seconds: f64) -> Result<Rat
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<_>>>()
+        joined(handles)
     })?;
     Ok(Rate::of(&counts))
 }
