@@ -6,7 +6,7 @@
 //! library does: adds, claims and finishes per second, and the latency of
 //! a claim with many jobs delayed for later. Each figure is also given as
 //! a ratio to the ceiling, so that it means something on any machine. The
-//! HTTP API (`ukue serve`, [`http`]) is measured against the same steps in
+//! HTTP API (`ukue serve`, `http.rs`) is measured against the same steps in
 //! this process: adds and claim + ack by several clients, one round trip,
 //! the server's memory holding many waiting claims, and a load run. It
 //! ends with the history checkers on large synthetic histories.

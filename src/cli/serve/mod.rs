@@ -1,7 +1,8 @@
 //! `ukue serve`: the HTTP API of the published API.md, for programs on
 //! other machines (SQLite's locks do not work over network file systems).
-//! The API runs on tokio; every step on the file runs on a blocking thread
-//! ([`store`]), so a busy file never stalls the async threads.
+//! The API runs on tokio; no step on the file runs on its threads: the
+//! steps that write run one after another on a writer thread, the reads
+//! on blocking threads (`store.rs`), so a busy file never stalls them.
 
 mod guard;
 mod routes;
