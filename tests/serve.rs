@@ -337,17 +337,26 @@ fn a_waiting_claim_wakes_for_new_jobs_and_a_stop_ends_it() {
     });
 
     // SIGTERM: the server stops, a waiting claim ends, nothing held is lost.
-    let waiting = std::thread::spawn(move || {
-        let client = Client(port);
-        client.post("/v1/claim", json!({"queue": "q", "wait": 30})).status
-    });
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let body = json!({"queue": "q", "wait": 30}).to_string();
+    let request = format!(
+        "POST /v1/claim HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
     // Whether the claim reached the server first or not, it must end.
     kill(server.child.id(), "TERM");
     let stopped = wait_for(DEADLINE, || server.child.try_wait().unwrap().is_some());
     assert!(stopped, "ukue serve did not stop within {DEADLINE:?} of SIGTERM");
     assert_eq!(server.child.wait().unwrap().code(), Some(0), "ukue serve exits 0 after SIGTERM");
-    let code = waiting.join().unwrap();
-    assert!(code == 204 || code == 0, "a waiting claim ends with 204 (or its connection closes): {code}");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 204"),
+        "a waiting claim ends with 204 (or its connection closes): {answer}"
+    );
     let running = ok(&["list", &file, "--state", "running"]);
     assert_eq!(running.lines().count(), 2, "the job claimed earlier is still held: {running}");
 }
@@ -375,6 +384,61 @@ fn a_client_that_leaves_a_waiting_claim_takes_no_job() {
     assert!(!claimed, "a claim whose client left took the job");
     let job = server.post("/v1/claim", json!({"queue": "q"}));
     expect(&job, 200, "the job is there for the next claim");
+}
+
+/// Reads one answer with a Content-Length from a kept-alive connection.
+fn read_one(stream: &mut TcpStream) -> (u16, String) {
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the connection ended after {bytes:?}");
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .expect("a content-length");
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).unwrap();
+    (head.split(' ').nth(1).unwrap().parse().unwrap(), head)
+}
+
+/// A refusal given before the body has come (a wrong method, a guard)
+/// still reads it, so the connection answers the next request; a body over
+/// the limit closes the connection, saying so.
+#[test]
+fn a_refusal_keeps_the_connection_or_says_it_closes() {
+    let scratch = Scratch::new();
+    let file = new_file(&scratch);
+    let server = start(&file, &["--max-body", "100"], &[]);
+    for (method, path, extra) in
+        [("PUT", "/v1/claim", ""), ("POST", "/v1/jobs", "Sec-Fetch-Site: cross-site\r\n")]
+    {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{extra}Content-Length: 2\r\n\r\n",
+            server.port
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        // The body comes later, as from a slow client.
+        std::thread::sleep(Duration::from_millis(200));
+        stream.write_all(b"{}").unwrap();
+        let (status, head) = read_one(&mut stream);
+        assert!(
+            (400..500).contains(&status) && !head.contains("connection: close"),
+            "{method} {path}: {head}"
+        );
+        let health = format!("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", server.port);
+        stream.write_all(health.as_bytes()).unwrap();
+        assert_eq!(read_one(&mut stream).0, 200, "the next request on the connection after {method} {path}");
+    }
+    let big = format!(r#"{{"queue": "q", "payload": "{}"}}"#, "x".repeat(200));
+    let answer = server.raw("POST", "/v1/jobs", &[], big.as_bytes());
+    expect(&answer, 413, "a body over --max-body");
+    assert!(answer.head.to_ascii_lowercase().contains("connection: close"), "{}", answer.head);
 }
 
 fn kill(pid: u32, signal: &str) {

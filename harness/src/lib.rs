@@ -20,6 +20,9 @@
 //!   durability; [`subjects::probe::Action`]: a word of a payload script.
 //! - [`subjects::worker::WorkerProcess`]: a subject's `work` process (the
 //!   library's `ukue::worker::Worker` is its thread pool);
+//!   [`subjects::http_worker`]: a worker over HTTP (the runner's own, a
+//!   thread of a case, or http_worker.py), taking jobs from a subject's
+//!   `serve` ([`subjects::server::ServerProcess`]);
 //!   [`subjects::driver::ReferenceDriver`]: the reference behind the
 //!   step-driver protocol (the library's `ukue::worker::Handler` runs a job).
 //! - [`subjects::observe::file::Row`]: a row of `ukue_jobs`, read one way.

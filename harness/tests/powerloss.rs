@@ -34,6 +34,7 @@ fn heavy_powerloss_checks_hundreds_of_crash_states_of_the_reference() {
         python: python.as_ref().map(|p| p.add_job.clone()),
         probe: conformance().with_file_name("ukue-probe"),
         strace: Some(strace),
+        python_http_worker: python.as_ref().map(|p| p.http_worker.clone()),
         python_driver: python.map(|p| p.driver),
     });
     let wanted = std::env::var("UKUE_POWERLOSS_CASES").unwrap_or_else(|_| "powerloss/subject-adds".into());

@@ -49,18 +49,13 @@ pub fn main() -> ExitCode {
 
 /// Like [`main`], opening files with `options` (another spec, say).
 pub fn main_with(options: OpenOptions) -> ExitCode {
-    main_with_flaws(options, serve::Flaws::default())
-}
-
-/// Like [`main_with`], with a server that has `flaws` (the harness's broken servers).
-pub fn main_with_flaws(options: OpenOptions, flaws: serve::Flaws) -> ExitCode {
     let args = args::Cli::parse();
     let name = args.command.name();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     // Returning (rather than exiting) drops every connection first, so
     // SQLite removes the -wal and -shm files it made for a refused file.
-    match run_with(args.command, &options, &flaws, &mut out).and_then(|()| Ok(out.flush()?)) {
+    match run(args.command, &options, &mut out).and_then(|()| Ok(out.flush()?)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ukue {name}: {}", escape(&format!("{e:#}")));
@@ -71,19 +66,12 @@ pub fn main_with_flaws(options: OpenOptions, flaws: serve::Flaws) -> ExitCode {
 
 /// Runs one command; what it prints goes to `out`.
 pub fn run(cmd: Cmd, options: &OpenOptions, out: &mut dyn Write) -> Result<()> {
-    run_with(cmd, options, &serve::Flaws::default(), out)
-}
-
-fn run_with(cmd: Cmd, options: &OpenOptions, flaws: &serve::Flaws, out: &mut dyn Write) -> Result<()> {
     let files = Files(options);
     match cmd {
         Cmd::Init { file } => init(files, &file, out),
         Cmd::Add(args) => add(files, args, out),
         Cmd::Work(args) => work(files, args),
-        Cmd::Serve(args) => {
-            drop(files.open(&args.file)?);
-            serve::serve(options.clone(), args, flaws.clone())
-        }
+        Cmd::Serve(args) => serve::serve(options.clone(), args),
         Cmd::Stats { file, json } => stats(files, &file, json, out),
         Cmd::List(args) => list(files, args, out),
         Cmd::Show { file, id, json } => show(files, &file, id, json, out),

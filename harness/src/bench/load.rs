@@ -264,14 +264,14 @@ pub fn in_processes(role: Role, file: &Path, processes: usize, seconds: f64) -> 
 pub fn in_threads(role: Role, file: &Path, threads: usize, seconds: f64) -> Result<Rate> {
     let start_us = epoch_us() + 50_000;
     let counts = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            (0..threads).map(|_| scope.spawn(move || run_role(role, file, start_us, seconds))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<_>>>()
+        joined((0..threads).map(|_| scope.spawn(move || run_role(role, file, start_us, seconds))).collect())
     })?;
     Ok(Rate::of(&counts))
+}
+
+/// What scoped threads gave, in order; a thread's panic is passed on.
+pub fn joined<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T>>>) -> Result<Vec<T>> {
+    handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
 }
 
 /// Steps per second of this process alone.

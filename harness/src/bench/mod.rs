@@ -5,19 +5,24 @@
 //! one INSERT a commit) and, in the same run on the same disk, what the
 //! library does: adds, claims and finishes per second, and the latency of
 //! a claim with many jobs delayed for later. Each figure is also given as
-//! a ratio to the ceiling, so that it means something on any machine. It
+//! a ratio to the ceiling, so that it means something on any machine. The
+//! HTTP API (`ukue serve`, `http.rs`) is measured against the same steps in
+//! this process: adds and claim + ack by several clients, one round trip,
+//! the server's memory holding many waiting claims, and a load run. It
 //! ends with the history checkers on large synthetic histories.
 //!
 //! Everything runs on files in a temporary directory inside `--dir`,
 //! removed at the end (and on Ctrl-C).
 
 mod checker;
+mod http;
 mod latency;
 mod load;
 mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -56,17 +61,26 @@ pub struct BenchArgs {
     /// Samples for each latency figure [default: 1000, or 30 with --quick]
     #[arg(long, value_name = "N")]
     pub samples: Option<usize>,
-    /// Processes for the parallel figures, and the worker's concurrency
+    /// Processes for the parallel figures, the worker's concurrency, and
+    /// the HTTP clients
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub processes: usize,
+    /// Waiting claims the server holds while its memory is read
+    /// [default: 1000, or 50 with --quick]
+    #[arg(long, value_name = "N")]
+    pub polls: Option<usize>,
+    /// Seconds of the HTTP load run [default: 5, or 0.5 with --quick]
+    #[arg(long, value_name = "S")]
+    pub load_seconds: Option<f64>,
     /// Events in the largest synthetic history for the checkers, which are
     /// also timed with a quarter and a half of it; 0 leaves them out
     /// [default: 1000000, or 20000 with --quick]
     #[arg(long, value_name = "N")]
     pub checker_events: Option<u64>,
     /// Measure only these throughput figures (keys as in the JSON, such as
-    /// work_1p_c4; the ceiling always runs), and `latency` or `checkers`
-    /// only when named; for profiling one figure
+    /// work_1p_c4; the ceiling always runs), and `latency`, `checkers` or
+    /// `http` (the HTTP figures and the in-process ones they are compared
+    /// with) only when named; for profiling one figure
     #[arg(long, value_name = "KEY", value_delimiter = ',')]
     pub only: Vec<String>,
     /// An experiment: the connections the bench opens itself (all but the
@@ -88,6 +102,9 @@ enum Child {
         #[arg(long)]
         busy_poll_us: Option<u64>,
     },
+    /// `ukue serve FILE --addr ADDR`, for the HTTP figures (run by ukue-bench itself)
+    #[command(name = "__serve", hide = true)]
+    Serve { file: PathBuf, addr: String },
 }
 
 /// Jobs a transaction in the batch-add figure.
@@ -96,9 +113,16 @@ const BATCH: usize = 100;
 pub fn main() -> ExitCode {
     let args = BenchArgs::parse();
     load::set_busy_poll(args.busy_poll_us);
-    if let Some(Child::Run { role, file, start_us, seconds, busy_poll_us }) = &args.child {
-        load::set_busy_poll(*busy_poll_us);
-        return match load::child(*role, file, *start_us, *seconds) {
+    let child = match &args.child {
+        Some(Child::Run { role, file, start_us, seconds, busy_poll_us }) => {
+            load::set_busy_poll(*busy_poll_us);
+            Some(load::child(*role, file, *start_us, *seconds))
+        }
+        Some(Child::Serve { file, addr }) => Some(http::serve_child(file, addr)),
+        None => None,
+    };
+    if let Some(result) = child {
+        return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("ukue-bench child: {e:#}");
@@ -140,6 +164,8 @@ struct Plan {
     delayed_priority: i64,
     only: Vec<String>,
     busy_poll_us: Option<u64>,
+    polls: usize,
+    load_seconds: f64,
 }
 
 impl Plan {
@@ -160,6 +186,8 @@ impl Plan {
             delayed_priority: args.delayed_priority,
             only: args.only.clone(),
             busy_poll_us: args.busy_poll_us.filter(|&us| us > 0),
+            polls: args.polls.unwrap_or(if args.quick { 50 } else { 1000 }).max(1),
+            load_seconds: args.load_seconds.unwrap_or(if args.quick { 0.5 } else { 5.0 }),
         }
     }
 }
@@ -189,6 +217,8 @@ enum Load {
     Worker(usize),
     /// One role in `n` threads of this process, each its own connection.
     Threads(Role, usize),
+    /// One role by `n` HTTP clients of a `ukue serve`.
+    Http(Role, usize),
 }
 
 impl Load {
@@ -199,6 +229,7 @@ impl Load {
                 | Load::Processes(Role::Work, _)
                 | Load::Worker(_)
                 | Load::Threads(Role::Work, _)
+                | Load::Http(Role::Work, _)
         )
     }
 
@@ -209,6 +240,7 @@ impl Load {
             Load::Batch => load::batch_add(file, BATCH, seconds),
             Load::Worker(n) => load::worker(file, n, seconds),
             Load::Threads(role, n) => load::in_threads(role, file, n, seconds),
+            Load::Http(role, n) => http::rate(role, file, n, seconds),
         }
     }
 }
@@ -228,6 +260,9 @@ pub fn run(args: &BenchArgs) -> Result<Report> {
     for &events in plan.checker_sizes.iter().filter(|_| plan.wants("checkers")) {
         progress(&format!("checkers on a history of {events} events"));
         report.checker(checker::time(events)?);
+    }
+    if plan.wants("http") {
+        http_figures(dir.path(), &plan, &mut report)?;
     }
     report.finish(&plan.sizes, plan.processes);
     drop(dir);
@@ -270,11 +305,28 @@ fn throughput(dir: &Path, plan: &Plan, report: &mut Report) -> Result<()> {
             "jobs/s",
             Load::Processes(Role::Work, n),
         ),
+        (
+            format!("add_1p_t{n}"),
+            format!("add, 1 process, {n} threads"),
+            "jobs/s",
+            Load::Threads(Role::Add, n),
+        ),
+        (format!("http_add_{n}c"), format!("HTTP add, {n} clients"), "jobs/s", Load::Http(Role::Add, n)),
+        (
+            format!("http_work_{n}c"),
+            format!("HTTP claim + ack, {n} clients"),
+            "jobs/s",
+            Load::Http(Role::Work, n),
+        ),
     ];
     if n == 1 {
         loads.retain(|(_, _, _, load)| !matches!(load, Load::Processes(..) | Load::Worker(_)));
     }
-    loads.retain(|(key, ..)| plan.wants(key));
+    // The HTTP figures, and the in-process ones they are compared with.
+    let http_pair = |key: &str| {
+        key.starts_with("http_") || [format!("add_1p_t{n}"), format!("work_1p_t{n}")].iter().any(|k| k == key)
+    };
+    loads.retain(|(key, ..)| plan.wants(key) || (plan.wants("http") && http_pair(key)));
     let ceiling_file = fresh(dir, "ceiling.ukue")?;
     let files =
         loads.iter().map(|(key, ..)| fresh(dir, &format!("{key}.ukue"))).collect::<Result<Vec<_>>>()?;
@@ -327,6 +379,24 @@ fn latency(dir: &Path, plan: &Plan, report: &mut Report) -> Result<()> {
         report.latency("empty_claim", "empty claim", at.delayed, at.empty_claim);
         report.latency("add_claim_finish", "add + claim + finish", at.delayed, at.add_claim_finish);
     }
+    Ok(())
+}
+
+/// The HTTP figures beyond throughput: a round trip against the same in
+/// this process, the server's memory and CPU holding waiting claims, and
+/// a load run.
+fn http_figures(dir: &Path, plan: &Plan, report: &mut Report) -> Result<()> {
+    progress(&format!("http: {} round trips of claim + ack, and in this process", plan.samples));
+    let file = fresh(dir, "http-round-trip.ukue")?;
+    let round_trip = http::round_trip(file.as_ref(), plan.samples)?;
+    progress(&format!("http: the server holding {} waiting claims", plan.polls));
+    let file = fresh(dir, "http-polls.ukue")?;
+    let polls = http::polls(file.as_ref(), plan.polls, Duration::from_secs(2))?;
+    let n = plan.processes;
+    progress(&format!("http: a load run, {n} producers and {n} workers for {} s", plan.load_seconds));
+    let file = fresh(dir, "http-load.ukue")?;
+    let load = http::load_run(file.as_ref(), n, n, plan.load_seconds)?;
+    report.http(round_trip, polls, load);
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::checker::Timing;
+use super::http::{LoadRun, Polls, RoundTrip};
 use super::latency::Spread;
 use super::load::Rate;
 
@@ -83,7 +84,29 @@ pub struct Report {
     /// (4 when linear in events and the largest is 4× the smallest).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checker_ratio: Option<f64>,
+    /// `ukue serve` beyond its throughput figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpFigures>,
     pub targets: Vec<Goal>,
+}
+
+/// One claim + ack over HTTP against claim + finish in this process, in ms.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundTripMs {
+    pub http_median: f64,
+    pub http_p99: f64,
+    pub in_process_median: f64,
+    pub in_process_p99: f64,
+    /// What HTTP adds: the difference of the medians, and of the p99s.
+    pub added_median: f64,
+    pub added_p99: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HttpFigures {
+    pub round_trip_ms: RoundTripMs,
+    pub polls: Polls,
+    pub load: LoadRun,
 }
 
 impl Report {
@@ -100,8 +123,23 @@ impl Report {
             figures: Vec::new(),
             checkers: Vec::new(),
             checker_ratio: None,
+            http: None,
             targets: Vec::new(),
         }
+    }
+
+    pub fn http(&mut self, round_trip: RoundTrip, polls: Polls, load: LoadRun) {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let (h, p) = (round_trip.http, round_trip.in_process);
+        let round_trip_ms = RoundTripMs {
+            http_median: ms(h.median),
+            http_p99: ms(h.p99),
+            in_process_median: ms(p.median),
+            in_process_p99: ms(p.p99),
+            added_median: ms(h.median) - ms(p.median),
+            added_p99: ms(h.p99) - ms(p.p99),
+        };
+        self.http = Some(HttpFigures { round_trip_ms, polls, load });
     }
 
     /// Every window of the ceiling.
@@ -199,6 +237,28 @@ impl Report {
                 }
             }
         }
+        for (http, here, name) in [
+            (
+                format!("http_add_{p}c"),
+                format!("add_1p_t{p}"),
+                format!("HTTP add, {p} clients ÷ {p} threads in-process"),
+            ),
+            (
+                format!("http_work_{p}c"),
+                format!("work_1p_t{p}"),
+                format!("HTTP claim + ack, {p} clients ÷ claim + finish, {p} threads in-process"),
+            ),
+        ] {
+            if let (Some(a), Some(b)) =
+                (self.figure(&http).map(|f| f.ratio), self.figure(&here).map(|f| f.ratio))
+            {
+                self.target(name, a / b, true, 0.8);
+            }
+        }
+        if let Some(load) = self.http.as_ref().map(|h| h.load.clone()) {
+            self.target("HTTP load run: jobs lost".into(), load.lost as f64, false, 0.0);
+            self.target("HTTP load run: 5xx answers".into(), load.five_xx as f64, false, 0.0);
+        }
         if let (Some(first), Some(last)) = (self.checkers.first().cloned(), self.checkers.last().cloned()) {
             self.checker_ratio = Some(last.seconds / first.seconds);
             self.target(format!("checkers on {} events, seconds", last.events), last.seconds, false, 2.0);
@@ -242,13 +302,15 @@ impl Report {
             let value = format!("{} {}", thousands(f.value), f.unit.trim_end_matches("/s"));
             let _ = writeln!(out, "{:<58} {:>16}  {:>9.2}", f.name, value, f.ratio);
         }
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{:<40} {:>10} {:>12} {:>12}  {:>9}",
-            "latency (× ceiling: in commit times)", "delayed", "median ms", "p99 ms", "× ceiling"
-        );
         let latencies: Vec<&Figure> = self.figures.iter().filter(|f| f.delayed.is_some()).collect();
+        if !latencies.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "{:<40} {:>10} {:>12} {:>12}  {:>9}",
+                "latency (× ceiling: in commit times)", "delayed", "median ms", "p99 ms", "× ceiling"
+            );
+        }
         for pair in latencies.chunks(2) {
             if let [median, p99] = pair {
                 let name = median.name.trim_end_matches(", median");
@@ -302,6 +364,49 @@ impl Report {
                     last.events as f64 / first.events.max(1) as f64
                 );
             }
+        }
+        if let Some(h) = &self.http {
+            let _ = writeln!(out);
+            let r = &h.round_trip_ms;
+            let _ =
+                writeln!(out, "{:<58} {:>12} {:>12}", "http (ukue serve, loopback)", "median ms", "p99 ms");
+            let _ = writeln!(
+                out,
+                "{:<58} {:>12.3} {:>12.3}",
+                "claim + ack over HTTP, 1 client", r.http_median, r.http_p99
+            );
+            let _ = writeln!(
+                out,
+                "{:<58} {:>12.3} {:>12.3}",
+                "claim + finish in this process", r.in_process_median, r.in_process_p99
+            );
+            let _ = writeln!(out, "{:<58} {:>12.3} {:>12.3}", "added by HTTP", r.added_median, r.added_p99);
+            let p = &h.polls;
+            let _ = writeln!(
+                out,
+                "server memory: {:.1} MiB idle, {:.1} MiB holding {} waiting claims ({:.1} KiB each); CPU while they wait: {:.3} cores",
+                p.rss_idle_kib as f64 / 1024.0,
+                p.rss_polling_kib as f64 / 1024.0,
+                p.polls,
+                p.per_poll_kib,
+                p.cpu_while_waiting
+            );
+            let l = &h.load;
+            let _ = writeln!(
+                out,
+                "load run: {} producers, {} workers, {:.1} s: {} requests, {} jobs added, {} acked, {} lost, {} acked twice, {} 5xx, {} other errors{}",
+                l.producers,
+                l.workers,
+                l.seconds,
+                thousands(l.requests as f64),
+                thousands(l.added as f64),
+                thousands(l.acked as f64),
+                l.lost,
+                l.twice,
+                l.five_xx,
+                l.errors,
+                l.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+            );
         }
         let _ = writeln!(out);
         let _ = writeln!(out, "targets");

@@ -1,7 +1,8 @@
 //! `ukue-broken`: a deliberately broken `ukue`: the reference command line
 //! running an edited FORMAT.md, chosen by `UKUE_BROKEN=NAME`
-//! (crate::subjects::broken), or with an `add` of its own (`ADD_BUGS`).
-//! The conformance tests show that the suite fails each one.
+//! (crate::subjects::broken), with a flawed `serve`
+//! (crate::subjects::broken_serve), or with an `add` of its own
+//! (`ADD_BUGS`). The conformance tests show that the suite fails each one.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -9,36 +10,49 @@ use std::time::Duration;
 
 use clap::Parser;
 use ukue::cli::args::{AddArgs, Cli, Cmd};
+use ukue::OpenOptions;
 
-use crate::subjects::broken;
+use crate::subjects::broken::{self, ServeFlaw};
+use crate::subjects::broken_serve::serve_flawed;
 
 pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
     if broken::ADD_BUGS.iter().any(|(bug, _)| *bug == name) {
-        return split_add_main();
+        // `split-add`: `add` writes its row in two transactions.
+        return main_with(|command, out| match command {
+            Cmd::Add(args) => split_add(args, out),
+            command => ukue::cli::run(command, &OpenOptions::default(), out),
+        });
     }
     let Some(bug) = broken::bug(&name) else {
         eprintln!("ukue-broken: set UKUE_BROKEN to one of {}", broken::names());
         return ExitCode::from(3);
     };
-    match broken::spec(bug) {
-        Ok(spec) => ukue::cli::main_with_flaws(ukue::OpenOptions::default().spec(spec), bug.serve.clone()),
+    let spec = match broken::spec(bug) {
+        Ok(spec) => spec,
         Err(e) => {
             eprintln!("ukue-broken: {e}");
-            ExitCode::from(3)
+            return ExitCode::from(3);
         }
+    };
+    let options = OpenOptions::default().spec(spec);
+    if bug.serve == ServeFlaw::None {
+        return ukue::cli::main_with(options);
     }
+    let flaw = bug.serve;
+    main_with(move |command, out| match command {
+        Cmd::Serve(args) => serve_flawed(options, args, flaw),
+        command => ukue::cli::run(command, &options, out),
+    })
 }
 
-/// `split-add`: the reference, but `add` writes its row in two transactions.
-fn split_add_main() -> ExitCode {
+/// The reference's command line, each command run by `run` (which hands
+/// the ones it leaves alone to `ukue::cli::run`).
+fn main_with(run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> ExitCode {
     let cli = Cli::parse();
     let name = cli.command.name();
     let mut out = std::io::stdout().lock();
-    let result = match cli.command {
-        Cmd::Add(args) => split_add(args, &mut out),
-        command => ukue::cli::run(command, &ukue::OpenOptions::default(), &mut out),
-    };
+    let result = run(cli.command, &mut out);
     match result.and_then(|()| Ok(out.flush()?)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -50,7 +64,7 @@ fn split_add_main() -> ExitCode {
 
 fn split_add(args: AddArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let payload = args.payload.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    let file = ukue::OpenOptions::default().access(ukue::Access::AddTables).open(&args.file)?;
+    let file = OpenOptions::default().access(ukue::Access::AddTables).open(&args.file)?;
     let conn = file.connection();
     let now = file.now();
     conn.execute(

@@ -223,6 +223,7 @@ fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
         probe,
         strace: on_path("strace"),
         python_driver: None,
+        python_http_worker: None,
     };
     Ok((subjects, python))
 }
@@ -287,6 +288,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         let installed = python::install(root.path(), &python)?;
         subjects.python = Some(installed.add_job);
         subjects.python_driver = Some(installed.driver);
+        subjects.python_http_worker = Some(installed.http_worker);
     }
     let no_serve = if chosen.iter().any(|c| c.needs.serve) {
         crate::subjects::server::missing_serve(root.path(), &subjects.subject, &subjects.reference)

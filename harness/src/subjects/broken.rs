@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use ukue::cli::serve::Flaws;
 use ukue::{Spec, Stmt};
 
 /// A no-op that returns no rows and binds nothing (SQLite ignores
@@ -21,11 +20,36 @@ pub struct Bug {
     /// Statements replaced whole.
     pub replaced: &'static [(Stmt, &'static str)],
     /// What its `serve` does wrong beyond the statements.
-    pub serve: Flaws,
+    pub serve: ServeFlaw,
+}
+
+/// What a broken `serve` does wrong beyond the statements it runs: each is
+/// a layer of the harness's around the reference's API, or an edited
+/// option (crate::subjects::broken_serve); the reference has none of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeFlaw {
+    None,
+    /// Requests with this method to paths under this prefix are served
+    /// without the token.
+    Unauthenticated {
+        method: &'static str,
+        prefix: &'static str,
+    },
+    /// Bodies of any size are read.
+    NoBodyLimit,
+    /// A claim runs on when its client has left, and the job it takes
+    /// stays held by nobody until the lease runs out.
+    KeepsAbandonedClaims,
+    /// A claim runs on when its client has left, and the job it takes is
+    /// finished (deleted) as if that client had done it.
+    FinishesAbandonedClaims,
+    /// A request with a method no endpoint has is refused before its body
+    /// is read, and the connection closed without a word.
+    RefusesUnread,
 }
 
 /// A server without flaws of its own.
-const SOUND: Flaws = Flaws { unauthenticated: None, no_body_limit: false };
+const SOUND: ServeFlaw = ServeFlaw::None;
 
 pub const BUGS: &[Bug] = &[
     Bug {
@@ -165,14 +189,38 @@ pub const BUGS: &[Bug] = &[
         what: "serve does not ask for the token on DELETE /v1/jobs/{id}",
         edits: &[],
         replaced: &[],
-        serve: Flaws { unauthenticated: Some("DELETE /v1/jobs/{id}"), no_body_limit: false },
+        serve: ServeFlaw::Unauthenticated { method: "DELETE", prefix: "/v1/jobs/" },
     },
     Bug {
         name: "serve-no-body-limit",
         what: "serve reads request bodies of any size",
         edits: &[],
         replaced: &[],
-        serve: Flaws { unauthenticated: None, no_body_limit: true },
+        serve: ServeFlaw::NoBodyLimit,
+    },
+    Bug {
+        name: "serve-keeps-abandoned-claims",
+        what: "a waiting claim whose client has left runs on, and the job it then takes stays held by \
+               nobody until its lease runs out",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::KeepsAbandonedClaims,
+    },
+    Bug {
+        name: "serve-finishes-abandoned-claims",
+        what: "a waiting claim whose client has left runs on, and the job it then takes is finished \
+               (deleted) unrun",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::FinishesAbandonedClaims,
+    },
+    Bug {
+        name: "serve-refuses-unread",
+        what: "serve refuses a request with a method no endpoint has (405) before it reads the body, and closes \
+               the connection without Connection: close (as the reference did before it read every body first)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::RefusesUnread,
     },
 ];
 
@@ -219,7 +267,7 @@ mod tests {
     fn every_bug_still_applies() {
         for bug in super::BUGS {
             let spec = super::spec(bug).unwrap();
-            let flawed = bug.serve.unauthenticated.is_some() || bug.serve.no_body_limit;
+            let flawed = bug.serve != super::ServeFlaw::None;
             assert!(flawed || *spec != *ukue::Spec::builtin(), "{} changes nothing", bug.name);
         }
     }

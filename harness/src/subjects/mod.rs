@@ -10,7 +10,10 @@
 //! - [`worker`]: a subject's `work` running the probe ([`WorkerProcess`]);
 //! - [`probe`]: the probe's records and payload scripts;
 //! - [`python`]: the Python programs the runner carries;
-//! - [`broken`]: deliberately broken subjects;
+//! - [`broken`]: deliberately broken subjects, and [`broken_serve`] their
+//!   flawed servers;
+//! - [`server`]: a subject's `serve` and a client of its API;
+//!   [`http_worker`]: workers over HTTP (the runner's own, http_worker.py);
 //! - [`driver`]: the step-driver protocol, the reference behind it
 //!   ([`ReferenceDriver`]) and a driver process;
 //! - [`observe`]: the file as any program sees it, and strace.
@@ -22,13 +25,18 @@
 //! [`probe`]: crate::subjects::probe
 //! [`python`]: crate::subjects::python
 //! [`broken`]: crate::subjects::broken
+//! [`broken_serve`]: crate::subjects::broken_serve
+//! [`server`]: crate::subjects::server
+//! [`http_worker`]: crate::subjects::http_worker
 //! [`driver`]: crate::subjects::driver
 //! [`observe`]: crate::subjects::observe
 //! [`ReferenceDriver`]: crate::subjects::driver::ReferenceDriver
 
 pub mod broken;
+pub mod broken_serve;
 pub mod ctx;
 pub mod driver;
+pub mod http_worker;
 pub mod observe;
 pub mod probe;
 pub mod process;
@@ -71,6 +79,8 @@ pub struct Subjects {
     pub strace: Option<PathBuf>,
     /// `python3 ukue_driver.py`, the Python step driver, when python is there.
     pub python_driver: Option<Subject>,
+    /// `python3 http_worker.py`, a worker over HTTP, when python is there.
+    pub python_http_worker: Option<Subject>,
 }
 
 /// The first line `PROGRAM version` prints (`ukue 0.1.0 (file format 1)`),

@@ -26,6 +26,17 @@ pub struct ServerProcess {
     pub stderr_path: std::path::PathBuf,
 }
 
+impl ServerProcess {
+    /// SIGKILL, as a crash or the OOM killer would, and waits for it to end.
+    pub fn kill(&mut self) -> Result<(), Failure> {
+        self.process.signal(nix::sys::signal::Signal::SIGKILL);
+        match self.process.wait_timeout(STARTUP)? {
+            Some(_) => Ok(()),
+            None => Err(Failure::error("the server to end after SIGKILL", "it was still there")),
+        }
+    }
+}
+
 /// How a `serve` that was started ended up.
 pub enum Started {
     Listening(ServerProcess),
@@ -161,8 +172,26 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client that opens a connection for each request, as curl and
+    /// Python's urllib do: a server may close a kept-alive connection
+    /// between two requests, and a POST sent on it then has no answer
+    /// (whether the server should say so first is `http/keep-alive-after-refusal`'s).
     pub fn new(port: u16, token: Option<&str>) -> Client {
-        let agent = ureq::AgentBuilder::new().timeout(REQUEST).redirects(0).build();
+        Client::with(port, token, 0)
+    }
+
+    /// A client that keeps its connections alive (the bench's).
+    pub fn keep_alive(port: u16, token: Option<&str>) -> Client {
+        Client::with(port, token, 8)
+    }
+
+    fn with(port: u16, token: Option<&str>, idle: usize) -> Client {
+        let agent = ureq::AgentBuilder::new()
+            .timeout(REQUEST)
+            .redirects(0)
+            .max_idle_connections(idle)
+            .max_idle_connections_per_host(idle)
+            .build();
         Client { port, token: token.map(String::from), agent }
     }
 
@@ -239,25 +268,104 @@ impl Client {
     }
 }
 
-/// Writes `bytes` raw to the server and reads the answer to the end (for
-/// what a client library will not send: a body past a limit, a request cut short).
+/// The server's side of one TCP connection to a port, from /proc/net/tcp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSocket {
+    /// The kernel's state: 1 established, 8 close-wait (the client closed,
+    /// the server has not), …
+    pub state: u8,
+    /// Bytes that came in and the server has not read yet.
+    pub unread: u64,
+}
+
+pub const ESTABLISHED: u8 = 0x01;
+pub const CLOSE_WAIT: u8 = 0x08;
+
+/// The server's side of every connection to `port` on 127.0.0.1 (the
+/// listening socket left out); None when /proc/net/tcp cannot be read.
+pub fn server_sockets(port: u16) -> Option<Vec<ServerSocket>> {
+    let text = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    Some(
+        text.lines()
+            .skip(1)
+            .filter_map(|line| {
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                let state = u8::from_str_radix(cols.get(3)?, 16).ok()?;
+                let unread = u64::from_str_radix(cols.get(4)?.split_once(':')?.1, 16).ok()?;
+                (*cols.get(1)? == local && state != 0x0A).then_some(ServerSocket { state, unread })
+            })
+            .collect(),
+    )
+}
+
+/// Writes `bytes` raw to the server and reads its answer (for what a
+/// client library will not send: a body past a limit, a request cut short).
 pub fn raw(port: u16, bytes: &[u8]) -> Result<Reply, Failure> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(REQUEST))?;
     let _ = stream.write_all(bytes);
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| Failure::fail("an HTTP answer", format!("{:?}", String::from_utf8_lossy(&answer))))?;
-    let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+    read_answer(&mut stream)
+}
+
+/// Reads one answer from `stream`: its head, then a body of its
+/// Content-Length, chunked, or (with neither) up to the end. A read that
+/// fails ends the answer, as the end of the connection would.
+pub fn read_answer(stream: &mut TcpStream) -> Result<Reply, Failure> {
+    let mut buf = Vec::new();
+    let more = |stream: &mut TcpStream, buf: &mut Vec<u8>| {
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    };
+    let split = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        if !more(stream, &mut buf) {
+            let seen = format!("the connection ended after {:?}", clip(&String::from_utf8_lossy(&buf)));
+            return Err(Failure::fail("an HTTP answer", seen));
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..split]).into_owned();
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = head
+    let headers: Vec<(String, String)> = head
         .lines()
         .skip(1)
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    Ok(Reply { status, headers, body: answer[split + 4..].to_vec() })
+    let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.to_ascii_lowercase());
+    let mut body = buf.split_off(split + 4);
+    if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        while body.len() < len && more(stream, &mut body) {}
+        body.truncate(len);
+    } else if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        while !(body.starts_with(b"0\r\n\r\n") || body.ends_with(b"\r\n0\r\n\r\n")) && more(stream, &mut body)
+        {
+        }
+        body = unchunk(&body);
+    } else if status != 204 && status != 304 {
+        while more(stream, &mut body) {}
+    }
+    Ok(Reply { status, headers, body })
+}
+
+/// A chunked body's bytes.
+fn unchunk(mut bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line) = bytes.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&bytes[..line])
+            .ok()
+            .and_then(|l| usize::from_str_radix(l.split(';').next().unwrap_or("").trim(), 16).ok())
+            .unwrap_or(0);
+        let start = line + 2;
+        if size == 0 || start + size > bytes.len() {
+            break;
+        }
+        out.extend_from_slice(&bytes[start..start + size]);
+        bytes = &bytes[(start + size + 2).min(bytes.len())..];
+    }
+    out
 }

@@ -64,12 +64,18 @@ pub fn start_command_worker(
     args.push("--");
     args.extend_from_slice(command);
     let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
-    let worker = WorkerProcess { process, stderr_path, events: ctx.events.clone() };
-    worker.note(WorkerEventKind::Started);
-    Ok(worker)
+    Ok(WorkerProcess::started(ctx, process, stderr_path))
 }
 
 impl WorkerProcess {
+    /// A worker process just spawned, noted in the case's record of what
+    /// was done to its workers.
+    pub fn started(ctx: &Ctx, process: Spawned, stderr_path: PathBuf) -> WorkerProcess {
+        let worker = WorkerProcess { process, stderr_path, events: ctx.events.clone() };
+        worker.note(WorkerEventKind::Started);
+        worker
+    }
+
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }

@@ -1,7 +1,8 @@
 //! `ukue serve`: the HTTP API of the published API.md, for programs on
 //! other machines (SQLite's locks do not work over network file systems).
-//! The API runs on tokio; every step on the file runs on a blocking thread
-//! ([`store`]), so a busy file never stalls the async threads.
+//! The API runs on tokio; no step on the file runs on its threads: the
+//! steps that write run one after another on a writer thread, the reads
+//! on blocking threads (`store.rs`), so a busy file never stalls them.
 
 mod guard;
 mod routes;
@@ -17,17 +18,6 @@ use anyhow::{bail, Context, Result};
 use super::args::{ListenAddr, ServeArgs};
 use crate::OpenOptions;
 
-/// Deliberate flaws, for the harness's broken servers (ukue-broken). The
-/// real command has none.
-#[doc(hidden)]
-#[derive(Debug, Clone, Default)]
-pub struct Flaws {
-    /// One route, as `METHOD /path` (axum's pattern), served without the token.
-    pub unauthenticated: Option<&'static str>,
-    /// Bodies of any size are read.
-    pub no_body_limit: bool,
-}
-
 /// The longest a claim may wait for a job (API.md).
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 /// How long a stopping server lets requests in flight finish.
@@ -38,12 +28,25 @@ pub(crate) struct Server {
     pub store: store::Store,
     pub token: Option<String>,
     pub max_body: usize,
-    pub flaws: Flaws,
     /// Set once SIGINT or SIGTERM came: waiting claims answer 204 at once.
     pub stop: tokio::sync::watch::Receiver<bool>,
 }
 
-pub fn serve(options: OpenOptions, args: ServeArgs, flaws: Flaws) -> Result<()> {
+/// Serves the API of the file `args` names until SIGINT or SIGTERM; a file
+/// that FORMAT.md says to refuse is refused before anything listens.
+pub fn serve(options: OpenOptions, args: ServeArgs) -> Result<()> {
+    serve_with(options, args, |api| api)
+}
+
+/// Like [`serve`], with layers of the caller's around the whole API, its
+/// guards included, as a Go program wraps the handler that the published
+/// `server.New` returns: logging, metrics, a gateway's own checks.
+pub fn serve_with(
+    options: OpenOptions,
+    args: ServeArgs,
+    around: impl FnOnce(axum::Router) -> axum::Router,
+) -> Result<()> {
+    drop(options.clone().access(crate::Access::Existing).open(&args.file)?);
     let token = token(&args)?;
     let loopback = is_loopback(&args.addr.host);
     if token.is_none() && !loopback && !args.allow_no_token {
@@ -64,15 +67,14 @@ pub fn serve(options: OpenOptions, args: ServeArgs, flaws: Flaws) -> Result<()> 
         let (stop_tx, stop) = tokio::sync::watch::channel(false);
         let server = Arc::new(Server {
             store: store::Store::new(&args.file, options, args.keep_done),
-            max_body: if flaws.no_body_limit { usize::MAX } else { usize::try_from(args.max_body)? },
+            max_body: usize::try_from(args.max_body).unwrap_or(usize::MAX),
             token,
-            flaws,
             stop: stop.clone(),
         });
         let hosts = loopback.then(|| guard::Hosts::loopback(bound));
         let auth = if server.token.is_some() { "token required" } else { "no token" };
         eprintln!("ukue serve: {} on http://{bound} ({auth})", args.file.display());
-        let app = routes::router(server, hosts);
+        let app = around(routes::router(server, hosts));
         let mut stopped = stop.clone();
         let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stopped.wait_for(|s| *s).await;

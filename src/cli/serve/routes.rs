@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::guard::{self, Hosts};
-use super::store::FailRetry;
+use super::store::{FailRetry, POLL};
 use super::wire::{
     self, read_json, AddRequest, ApiError, BulkRequest, ClaimRequest, ClaimedJson, HeldRequest,
 };
@@ -24,14 +24,11 @@ use crate::cli::time;
 use crate::job::DEFAULT_LEASE;
 use crate::{Claim, Failed, ListFilter, ListState, NewJob, State as JobState};
 
-/// How often a waiting claim looks at the file for jobs that other
-/// programs added (jobs added through this server wake it at once).
-const POLL: Duration = Duration::from_millis(250);
-
 type Answer = Result<Response, ApiError>;
 type Srv = State<Arc<Server>>;
 
 pub fn router(server: Arc<Server>, hosts: Option<Hosts>) -> Router {
+    let max_body = server.max_body;
     let router = Router::new()
         .route("/v1/health", get(health))
         .route("/v1/jobs", post(add).get(list))
@@ -52,10 +49,11 @@ pub fn router(server: Arc<Server>, hosts: Option<Hosts>) -> Router {
         .layer(from_fn(guard::json_405))
         .layer(from_fn(guard::cross_origin))
         .with_state(server);
-    match hosts {
+    let router = match hosts {
         Some(hosts) => router.layer(from_fn_with_state(Arc::new(hosts), guard::host_check)),
         None => router,
-    }
+    };
+    router.layer(from_fn_with_state(max_body, guard::whole_body))
 }
 
 fn ok() -> Response {
@@ -120,15 +118,28 @@ async fn claim(State(server): Srv, body: Body) -> Answer {
     let wait = req.wait.map_or(Duration::ZERO, |w| w.duration().min(MAX_WAIT));
     let deadline = Instant::now() + wait;
     let mut stop = server.stop.clone();
+    let waiting = server.store.wait_on(&req.queue);
+    // A claim looks at once, and whenever it is woken; when its timer runs
+    // out, when it is the queue's turn (store::Waiters).
+    let mut woken = true;
     loop {
         // Listen before looking, so a job added while the claim runs wakes us.
-        let due = server.store.due();
+        let due = waiting.waiters.due();
         tokio::pin!(due);
         due.as_mut().enable();
-        let next_due = match server.store.claim(req.queue.clone(), lease).await? {
-            Claim::Job(job) => return Ok(wire::json(StatusCode::OK, ClaimedJson::from(job))),
-            Claim::Empty { next_due } => next_due,
-        };
+        let mut next_due = None;
+        if let Some(look) = waiting.waiters.look(woken) {
+            match server.store.claim(req.queue.clone(), lease).await? {
+                Claim::Job(job) => {
+                    look.found(true);
+                    return Ok(wire::json(StatusCode::OK, ClaimedJson::from(job)));
+                }
+                Claim::Empty { next_due: at } => {
+                    look.found(false);
+                    next_due = at;
+                }
+            }
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || *stop.borrow() {
             return Ok(StatusCode::NO_CONTENT.into_response());
@@ -139,8 +150,8 @@ async fn claim(State(server): Srv, body: Body) -> Answer {
             nap = nap.min(Duration::from_millis(until as u64));
         }
         tokio::select! {
-            _ = due => {}
-            _ = tokio::time::sleep(nap) => {}
+            _ = due => woken = true,
+            _ = tokio::time::sleep(nap) => woken = false,
             _ = stop.wait_for(|s| *s) => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }

@@ -58,19 +58,22 @@ impl From<Error> for ApiError {
     }
 }
 
+/// Reads a body of at most `limit` bytes.
+pub async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {limit} bytes"),
+        )),
+        Err(_) => Err(ApiError::bad("could not read the request body")),
+    }
+}
+
 /// Reads a JSON body of at most `limit` bytes; an empty body is `{}`, and
 /// fields the endpoint does not know are refused.
 pub async fn read_json<T: DeserializeOwned>(body: Body, limit: usize) -> Result<T, ApiError> {
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            return Err(ApiError(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is larger than {limit} bytes"),
-            ))
-        }
-        Err(_) => return Err(ApiError::bad("could not read the request body")),
-    };
+    let bytes = read_body(body, limit).await?;
     let text: &[u8] = if bytes.trim_ascii().is_empty() { b"{}" } else { &bytes };
     serde_json::from_slice(text).map_err(|e| ApiError::bad(format!("bad JSON: {e}")))
 }
