@@ -23,7 +23,11 @@ fn the_real_page_is_covered_but_for_what_conformance_md_explains() {
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["gaps"], serde_json::json!([]));
-    assert_eq!(json["explained"], serde_json::json!(["8"]), "only §8, about the page itself");
+    assert_eq!(
+        json["explained"],
+        serde_json::json!(["1.4/should-go-through-ukue-serve", "6.3/should-carry-its-own-check", "8"]),
+        "advice to deployers and applications, and §8, about the page itself"
+    );
     let rules = json["rules"].as_array().unwrap();
     let rule = |id: &str| rules.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}"));
     let token = rule("5.4/must-be-a-fresh-random");
@@ -96,4 +100,41 @@ fn a_diff_of_an_edited_page_names_changed_rules_and_lost_checks() {
     let (code, stdout, _) = coverage(&["--diff", o, o]);
     assert_eq!(code, 0);
     assert!(stdout.contains("hold the same rules"), "{stdout}");
+}
+
+/// FORMAT.md adds no requirement of its own: each MUST and SHOULD sentence
+/// has a row in §8's table naming where the published page makes it one,
+/// and the table has no row for a requirement the page does not state.
+#[test]
+fn every_must_and_should_is_traced_to_the_published_page() {
+    use std::collections::BTreeMap;
+    use ukue_harness::spec::rules::{rules, RuleKind};
+    let page = ukue_harness::spec::FORMAT_MD;
+    let mut stated: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for rule in rules(page) {
+        let word = match rule.kind {
+            RuleKind::Must => "MUST",
+            RuleKind::Should => "SHOULD",
+            RuleKind::Section => continue,
+        };
+        *stated.entry((rule.section, word)).or_default() += 1;
+    }
+    let table = &page[page.find("## 8.").expect("§8")..];
+    let mut traced: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for line in table.lines().take_while(|l| !l.starts_with("The conformance suite also")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(here), Some(requirement)) = (cells.get(1), cells.get(2)) else { continue };
+        let Some(section) = here.strip_prefix('§') else { continue };
+        let word = if requirement.starts_with("MUST") {
+            "MUST"
+        } else if requirement.starts_with("SHOULD") {
+            "SHOULD"
+        } else {
+            panic!("a row of §8 that is neither MUST nor SHOULD: {line}")
+        };
+        assert!(cells.get(3).is_some_and(|c| !c.is_empty()), "a row without its published source: {line}");
+        *traced.entry((section.to_string(), word)).or_default() += 1;
+    }
+    assert!(!traced.is_empty(), "§8's table was not found");
+    assert_eq!(stated, traced, "(section, word) → sentences on the page, against rows in §8's table");
 }
