@@ -43,6 +43,9 @@ pub struct Execution {
     /// None when the probe never wrote its end (it was killed).
     pub end_ms: Option<i64>,
     pub held_at_start: Option<bool>,
+    /// Not held at its start because the job had been reaped: its claim
+    /// had committed, and its lease ran out before the command started.
+    pub reaped_before_start: bool,
     pub held_at_end: Option<bool>,
     pub exit: Option<i32>,
     pub payload: String,
@@ -286,6 +289,7 @@ fn start(record: &Record) -> Execution {
         start_ms: record.at_ms,
         end_ms: None,
         held_at_start: record.held,
+        reaped_before_start: record.saw_it_reaped(),
         held_at_end: None,
         exit: None,
         payload: record.payload.clone(),

@@ -51,6 +51,7 @@ pub fn synthetic(events: u64) -> History {
             start_ms: at,
             end_ms: Some(at + 1),
             held_at_start: Some(true),
+            reaped_before_start: false,
             held_at_end: Some(true),
             exit: Some(exit),
             payload: format!("p{job}"),

@@ -1,7 +1,7 @@
 //! crash: the subject's workers are SIGKILLed at seeded random moments —
 //! each with every process it started, its commands (which sit in groups
 //! of their own) included — while the other workers keep going, producers
-//! keep adding and new workers start with a 1 s lease. Then the queue
+//! keep adding and new workers start with a 2 s lease. Then the queue
 //! drains. Every job that was added finishes, or is dead where its script
 //! says so; none is lost or left running; every run after a job's first is
 //! excused (its worker or command was killed, its lease lapsed, or it
@@ -94,7 +94,7 @@ fn kill_workers_4(ctx: &mut Ctx) -> CaseResult {
 
 /// Workers running at any time.
 const WORKERS: usize = 4;
-const LEASE: &str = "1s";
+const LEASE: &str = "2s";
 /// Jobs in the file before the first worker starts.
 const INITIAL_JOBS: usize = 40;
 /// The pause before each kill.
@@ -761,6 +761,7 @@ fn figures(
             Some(Excuse::WorkerKilled) => "finish cut off by the kill",
             Some(Excuse::Killed) => "command killed",
             Some(Excuse::LeaseLapsed) => "lease lapsed",
+            Some(Excuse::LeaseLapsedAfterEnd) => "lease lapsed before the finish",
             Some(Excuse::Failed) => "failed attempt",
             None => "UNEXCUSED",
         };

@@ -19,6 +19,11 @@ pub enum Excuse {
     /// The earlier command no longer held the job at its end: its lease
     /// ran out and the job was reaped.
     LeaseLapsed,
+    /// The earlier command ended well and still held the job, but its
+    /// lease, as the file showed it then, had run out before the later run
+    /// started: its finish came too late (a stalled worker) and a claim
+    /// reaped the job, as FORMAT.md §5.4 allows.
+    LeaseLapsedAfterEnd,
 }
 
 /// Why `earlier` excuses a later run of its job, if it does.
@@ -28,6 +33,18 @@ pub fn excuse(earlier: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Exc
     } else {
         own_excuse(earlier)
     }
+}
+
+/// Why `earlier` excuses `later`, the next run of its job, if it does:
+/// [`excuse`], or a lease that ran out after `earlier` ended, before
+/// `later` began.
+fn rerun_excuse(earlier: &Execution, later: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Excuse> {
+    excuse(earlier, killed_workers).or_else(|| lapsed_after_end(earlier, later))
+}
+
+fn lapsed_after_end(earlier: &Execution, later: &Execution) -> Option<Excuse> {
+    let lapsed = earlier.held_at_end == Some(true) && earlier.lease_until.is_some_and(|l| l <= later.start_ms);
+    lapsed.then_some(Excuse::LeaseLapsedAfterEnd)
 }
 
 /// The excuse that `earlier` gives by itself, whatever became of its worker.
@@ -118,7 +135,7 @@ fn duplicates_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (job, runs) in by_job.jobs() {
         for pair in runs.windows(2) {
-            if excuse(pair[0], &history.killed_workers).is_none() {
+            if rerun_excuse(pair[0], pair[1], &history.killed_workers).is_none() {
                 findings.push(
                     finding(
                         "duplicate",
@@ -225,12 +242,14 @@ fn beyond_max(job: i64, run: &Execution) -> Finding {
 }
 
 /// A command must start only once its claim has committed: the file shows
-/// the job running with this attempt when it starts.
+/// the job running with this attempt when it starts, or back in `ready`
+/// with this attempt counted (its claim committed, and its lease ran out
+/// before the command started: a worker stalled on a loaded machine).
 pub fn held_at_start(history: &History) -> Vec<Finding> {
     history
         .executions
         .iter()
-        .filter(|e| e.held_at_start == Some(false))
+        .filter(|e| e.held_at_start == Some(false) && !e.reaped_before_start)
         .map(|e| {
             finding(
                 "not held at start",
@@ -424,7 +443,9 @@ pub fn reruns(history: &History) -> Vec<Rerun> {
     for (job, runs) in ByJob::of(history).jobs() {
         for pair in runs.windows(2) {
             let earlier = pair[0];
-            let excuse = own_excuse(earlier).or_else(|| excuse(earlier, &history.killed_workers));
+            let excuse = own_excuse(earlier)
+                .or_else(|| excuse(earlier, &history.killed_workers))
+                .or_else(|| lapsed_after_end(earlier, pair[1]));
             reruns.push(Rerun {
                 job,
                 attempt: pair[1].attempt,
@@ -580,6 +601,7 @@ mod tests {
             start_ms: start,
             end_ms: end,
             held_at_start: Some(true),
+            reaped_before_start: false,
             held_at_end: end.map(|_| true),
             exit,
             payload: String::new(),
@@ -593,6 +615,31 @@ mod tests {
 
     fn history(jobs: &[i64], executions: Vec<Execution>) -> History {
         History { added: added(jobs), executions, ..History::default() }
+    }
+
+    #[test]
+    fn a_lease_that_ran_out_after_a_good_end_excuses_the_rerun_only_when_it_had_run_out() {
+        // Attempt 1 ended well at 10, holding the job with a lease to 15;
+        // its finish never committed (its worker stalled), and a claim
+        // reaped the job.
+        let first = Execution { lease_until: Some(15), ..run(1, 1, 0, Some(10), Some(0)) };
+        let h = history(&[1], vec![first.clone(), run(1, 2, 15, Some(20), Some(0))]);
+        assert_eq!(duplicates(&h), vec![]);
+        assert_eq!(reruns(&h)[0].excuse, Some(Excuse::LeaseLapsedAfterEnd));
+        // A rerun before that lease ran out had no reap to come from.
+        let h = history(&[1], vec![first, run(1, 2, 14, Some(20), Some(0))]);
+        assert_eq!(duplicates(&h).len(), 1);
+        // Without a lease seen at the end, nothing shows it ran out.
+        let h = history(&[1], vec![run(1, 1, 0, Some(10), Some(0)), run(1, 2, 15, Some(20), Some(0))]);
+        assert_eq!(duplicates(&h).len(), 1);
+    }
+
+    #[test]
+    fn a_command_may_start_after_its_job_was_reaped_but_not_before_its_claim() {
+        let late = Execution { held_at_start: Some(false), reaped_before_start: true, ..run(1, 1, 0, Some(1), Some(0)) };
+        assert_eq!(held_at_start(&history(&[1], vec![late])), vec![]);
+        let early = Execution { held_at_start: Some(false), ..run(1, 1, 0, Some(1), Some(0)) };
+        assert_eq!(held_at_start(&history(&[1], vec![early]))[0].check, "not held at start");
     }
 
     #[test]

@@ -60,6 +60,8 @@ fn run(log: PathBuf) -> i32 {
         token_type: None,
         lease_until: None,
         updated_at: None,
+        seen_state: None,
+        seen_attempts: None,
     };
     record.saw(held());
     if let Err(e) = append(&log, &record) {

@@ -630,6 +630,7 @@ pub(crate) mod tests {
                 start_ms: start,
                 end_ms: (!killed).then_some(start + 300),
                 held_at_start: Some(true),
+                reaped_before_start: false,
                 held_at_end: (!killed).then_some(i % 50 != 0),
                 exit: (!killed).then_some(0),
                 token: Some(format!("{:032x}", i * 7919)),

@@ -78,6 +78,12 @@ pub struct Record {
     pub lease_until: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<i64>,
+    /// What the file showed of the job when this attempt did not hold it:
+    /// its state and attempts (absent when held, or when the job was gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_attempts: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +107,8 @@ pub struct Holding {
     pub token_type: Option<String>,
     pub lease_until: Option<i64>,
     pub updated_at: Option<i64>,
+    /// When not held: the job's state and attempts (None: it was gone).
+    pub seen: Option<(String, i64)>,
 }
 
 /// Whether `attempt` holds `job` in `file`, and its token and lease if so;
@@ -125,9 +133,9 @@ pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<Holding> {
     match row {
         Ok((state, attempts, token, token_type, lease_until, updated_at)) => {
             if state == "running" && attempts == attempt {
-                Some(Holding { held: true, token, token_type: Some(token_type), lease_until, updated_at })
+                Some(Holding { held: true, token, token_type: Some(token_type), lease_until, updated_at, seen: None })
             } else {
-                Some(Holding::default())
+                Some(Holding { seen: Some((state, attempts)), ..Holding::default() })
             }
         }
         Err(rusqlite::Error::QueryReturnedNoRows) => Some(Holding::default()),
@@ -144,12 +152,57 @@ impl Record {
         self.token_type = holding.token_type;
         self.lease_until = holding.lease_until;
         self.updated_at = holding.updated_at;
+        (self.seen_state, self.seen_attempts) = holding.seen.unzip();
+    }
+
+    /// The job was back in `ready` (or `dead`) with this attempt counted:
+    /// its claim had committed, and a claim reaped it when its lease ran
+    /// out (FORMAT.md §5.4).
+    pub fn saw_it_reaped(&self) -> bool {
+        self.held == Some(false)
+            && self.seen_attempts == Some(self.attempt)
+            && matches!(self.seen_state.as_deref(), Some("ready" | "dead"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_seen_ready_with_this_attempt_counted_was_reaped() {
+        let record = |held, seen: Option<(&str, i64)>| {
+            let mut r = Record {
+                event: RecordKind::Start,
+                job: 1,
+                attempt: 2,
+                max_attempts: 3,
+                queue: "q".into(),
+                pid: 1,
+                worker_pid: 1,
+                at_ms: 0,
+                payload_sha256: String::new(),
+                payload: String::new(),
+                held: None,
+                exit: None,
+                token: None,
+                token_type: None,
+                lease_until: None,
+                updated_at: None,
+                seen_state: None,
+                seen_attempts: None,
+            };
+            r.saw(Some(Holding { held, seen: seen.map(|(s, a)| (s.to_string(), a)), ..Holding::default() }));
+            r
+        };
+        assert!(record(false, Some(("ready", 2))).saw_it_reaped());
+        assert!(record(false, Some(("dead", 2))).saw_it_reaped());
+        // Not yet claimed, taken by another claim, or gone: no reap shown.
+        assert!(!record(false, Some(("ready", 1))).saw_it_reaped());
+        assert!(!record(false, Some(("running", 3))).saw_it_reaped());
+        assert!(!record(false, None).saw_it_reaped());
+        assert!(!record(true, None).saw_it_reaped());
+    }
 
     #[test]
     fn scripts() {
