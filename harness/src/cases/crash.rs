@@ -671,8 +671,7 @@ fn descendants(root: i32) -> Vec<i32> {
 /// Waits until no job is ready or running. A running job whose lease ran
 /// out long ago, while the workers claim all the time, fails at once.
 fn drain(ctx: &Ctx, file: &Path, workers: &mut [WorkerProcess], limit: Duration) -> Result<(), Failure> {
-    let what =
-        "every job to finish or end dead after the kills (the case ends each backoff at once)";
+    let what = "every job to finish or end dead after the kills (the case ends each backoff at once)";
     ctx.wait_for(what, limit, || {
         exited_by_itself(workers)?;
         end_backoffs(file, None)?;

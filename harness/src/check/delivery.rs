@@ -43,7 +43,8 @@ fn rerun_excuse(earlier: &Execution, later: &Execution, killed_workers: &BTreeSe
 }
 
 fn lapsed_after_end(earlier: &Execution, later: &Execution) -> Option<Excuse> {
-    let lapsed = earlier.held_at_end == Some(true) && earlier.lease_until.is_some_and(|l| l <= later.start_ms);
+    let lapsed =
+        earlier.held_at_end == Some(true) && earlier.lease_until.is_some_and(|l| l <= later.start_ms);
     lapsed.then_some(Excuse::LeaseLapsedAfterEnd)
 }
 
@@ -636,7 +637,11 @@ mod tests {
 
     #[test]
     fn a_command_may_start_after_its_job_was_reaped_but_not_before_its_claim() {
-        let late = Execution { held_at_start: Some(false), reaped_before_start: true, ..run(1, 1, 0, Some(1), Some(0)) };
+        let late = Execution {
+            held_at_start: Some(false),
+            reaped_before_start: true,
+            ..run(1, 1, 0, Some(1), Some(0))
+        };
         assert_eq!(held_at_start(&history(&[1], vec![late])), vec![]);
         let early = Execution { held_at_start: Some(false), ..run(1, 1, 0, Some(1), Some(0)) };
         assert_eq!(held_at_start(&history(&[1], vec![early]))[0].check, "not held at start");

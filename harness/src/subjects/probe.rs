@@ -133,7 +133,14 @@ pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<Holding> {
     match row {
         Ok((state, attempts, token, token_type, lease_until, updated_at)) => {
             if state == "running" && attempts == attempt {
-                Some(Holding { held: true, token, token_type: Some(token_type), lease_until, updated_at, seen: None })
+                Some(Holding {
+                    held: true,
+                    token,
+                    token_type: Some(token_type),
+                    lease_until,
+                    updated_at,
+                    seen: None,
+                })
             } else {
                 Some(Holding { seen: Some((state, attempts)), ..Holding::default() })
             }

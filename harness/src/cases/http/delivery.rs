@@ -187,7 +187,11 @@ fn mixed(ctx: &mut Ctx, python: bool) -> Result<String, Failure> {
     // A holder's ack is refused only when the job was taken from it: the
     // checkers see that in the probe's records too, but say it anyway.
     findings.extend(refused.iter().map(|r| {
-        check::finding("ack refused", None, format!("{r} (the runner's HTTP worker held the job, its lease running)"))
+        check::finding(
+            "ack refused",
+            None,
+            format!("{r} (the runner's HTTP worker held the job, its lease running)"),
+        )
     }));
     let total = history.added.len();
     let shown = format!("runs: {runs}");
