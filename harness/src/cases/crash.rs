@@ -221,10 +221,14 @@ fn kill_and_drain(
     ctx.ok(&subject, &["init", path_str(&file)])?;
     let kills = ctx.crash_kills.div_ceil(CASES);
     let plan = KillPlan::draw(&mut ctx.rng, kills, &["subject", "reference"]);
+    // The backlog comes from the reference, whose adds start in
+    // milliseconds: a slow subject on a loaded machine would otherwise
+    // spend the case's time on it, and its workers would idle through the
+    // kills. The subject's own adds come while the workers run.
     let mut added = Vec::new();
     for payload in &plan.initial {
-        let job = ctx.add(&subject, &file, "q", payload, &[])?;
-        added.push(Added { job, payload: payload.clone(), by: subject.name.clone() });
+        let job = ctx.add(&reference, &file, "q", payload, &[])?;
+        added.push(Added { job, payload: payload.clone(), by: reference.name.clone() });
     }
     let mut options = vec!["--concurrency", concurrency, "--lease", LEASE, "--poll", "20ms", "--quiet"];
     if keep_done {
@@ -386,7 +390,8 @@ fn kill_loop(
             break;
         }
         exited_by_itself(workers)?;
-        let worker = workers.remove(victim % workers.len());
+        let victim = busy_victim(ctx, workers, victim % workers.len(), stop)?;
+        let worker = workers.remove(victim);
         let pids = kill_worker(worker)?;
         killing.cut_off.extend(cut_off_finishes(ctx, file, &pids)?);
         killing.pids.extend(pids);
@@ -406,6 +411,35 @@ fn kill_loop(
         }
     }
     Ok(killing)
+}
+
+/// How long a kill waits for a worker that runs a command.
+const BUSY_WAIT: Duration = Duration::from_secs(2);
+
+/// The worker to kill: the seeded one if it runs a command, else the next
+/// one that does, waiting up to [`BUSY_WAIT`] for one to (a kill of a
+/// worker that has not claimed yet shows little, and a slow subject on a
+/// loaded machine starts its workers slowly); else the seeded one.
+fn busy_victim(ctx: &Ctx, workers: &[WorkerProcess], seeded: usize, stop: &Stop) -> Result<usize, Failure> {
+    let deadline = Instant::now() + BUSY_WAIT;
+    let pids: Vec<i32> = workers.iter().map(|w| w.process.pid()).collect();
+    loop {
+        // A command's worker is its nearest ancestor among the workers (a
+        // worker may start it through a shell).
+        let busy: HashSet<i32> = common::executions(ctx)?
+            .iter()
+            .filter(|e| e.end_ms.is_none())
+            .filter_map(|e| ancestor_among(e.pid as i32, &pids))
+            .collect();
+        let n = workers.len();
+        let found = (0..n).map(|i| (seeded + i) % n).find(|&i| busy.contains(&pids[i]));
+        if let Some(i) = found {
+            return Ok(i);
+        }
+        if Instant::now() >= deadline || stop.pause(Duration::from_millis(20)) {
+            return Ok(seeded);
+        }
+    }
 }
 
 /// The (job, attempt) of the runs of the killed processes that ended well
@@ -641,6 +675,22 @@ fn wait_stopped(pid: i32) {
     while !all_stopped() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The nearest ancestor of `pid` among `among`, if it is alive.
+fn ancestor_among(pid: i32, among: &[i32]) -> Option<i32> {
+    let mut pid = pid;
+    for _ in 0..32 {
+        let (_, ppid, _) = stat(pid)?;
+        if among.contains(&ppid) {
+            return Some(ppid);
+        }
+        if ppid <= 1 {
+            return None;
+        }
+        pid = ppid;
+    }
+    None
 }
 
 /// Every live descendant of `root`.
