@@ -37,24 +37,38 @@ fn every_seed_passes_its_target() {
     assert!(failures.is_empty(), "seeds that fail their target:\n{}", failures.join("\n"));
 }
 
-/// The properties can fail: the ops seeds catch a broken reference, a
-/// line that is no request is answered `invalid`, and a bad argument
-/// vector is a usage error.
+/// The step bugs that the ops seeds must catch, as the fuzzer runs them
+/// (the in-memory reference, ukue_harness::explore::run::Target::InMemory).
+const STEP_BUGS: &[&str] = &[
+    "renew-without-token",
+    "finish-without-token",
+    "no-reaping",
+    "reversed-priority",
+    "uncounted-attempts",
+    "no-renew",
+];
+
+/// The properties can fail: for each step bug some ops seed fails the
+/// reference running it, a line that is no request is answered `invalid`,
+/// and a bad argument vector is a usage error.
 #[test]
 fn the_targets_catch_what_they_look_for() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/ops_vs_model");
-    let bug = ukue_harness::subjects::broken::bug("uncounted-attempts").unwrap();
-    let broken =
-        ukue_harness::explore::run::Target::InProcess(ukue_harness::subjects::broken::spec(bug).unwrap());
-    let caught = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-        .filter(|data| {
-            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, data))
-                .is_err()
-        })
-        .count();
-    assert!(caught >= 1, "no ops_vs_model seed catches uncounted attempts");
+    let seeds: Vec<Vec<u8>> =
+        std::fs::read_dir(&root).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    for name in STEP_BUGS {
+        let bug = ukue_harness::subjects::broken::bug(name).unwrap();
+        let spec = ukue_harness::subjects::broken::spec(bug).unwrap();
+        let broken = ukue_harness::explore::run::Target::InMemory(spec);
+        let caught = seeds
+            .iter()
+            .filter(|data| {
+                std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, data))
+                    .is_err()
+            })
+            .count();
+        assert!(caught >= 1, "no ops_vs_model seed catches {name}");
+    }
 
     let mut driver = ukue_harness::subjects::driver::ReferenceDriver::new(ukue::Spec::builtin());
     let reply = driver.handle_line("{\"op\": \"claim\"}");

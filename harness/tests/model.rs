@@ -74,6 +74,13 @@ fn the_in_process_reference_matches_the_model() {
     assert_passes("the_in_process_reference_matches_the_model", Target::reference(), 400);
 }
 
+/// The fuzzer's subject: the same reference on one in-memory connection.
+#[test]
+fn the_in_memory_reference_matches_the_model() {
+    let target = Target::InMemory(ukue::Spec::builtin());
+    assert_passes("the_in_memory_reference_matches_the_model", target, 200);
+}
+
 #[test]
 fn the_rust_driver_matches_the_model() {
     let cmd = DriverCommand::parse(&driver_binary()).unwrap();
