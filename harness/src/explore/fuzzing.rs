@@ -331,3 +331,94 @@ fn driver_lines_in(dir: &Path, data: &[u8]) {
         }
     }
 }
+
+/// One entry of a libFuzzer dictionary: its name, if it has one, and its bytes.
+pub type DictEntry = (Option<String>, Vec<u8>);
+
+/// The entries of a libFuzzer dictionary (fuzz/dict/<target>.dict), read
+/// as libFuzzer reads them: a line `name="value"` or `"value"`, `#` a
+/// comment; in a value, `\\`, `\"` and `\xAB` are the escapes.
+pub fn dictionary(text: &str) -> Result<Vec<DictEntry>, String> {
+    let mut entries = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| format!("line {}: {why}: {line}", n + 1);
+        let open = line.find('"').ok_or_else(|| bad("no opening quote"))?;
+        let name = line[..open].trim();
+        let name = match name.strip_suffix('=') {
+            Some(name) if !name.is_empty() => Some(name.to_string()),
+            None if name.is_empty() => None,
+            _ => return Err(bad("not name=\"value\"")),
+        };
+        let quoted = &line[open + 1..];
+        let value = quoted.strip_suffix('"').ok_or_else(|| bad("no closing quote"))?;
+        let mut bytes = Vec::new();
+        let mut chars = value.bytes();
+        while let Some(b) = chars.next() {
+            if b != b'\\' {
+                bytes.push(b);
+                continue;
+            }
+            match chars.next() {
+                Some(e @ (b'\\' | b'"')) => bytes.push(e),
+                Some(b'x') => {
+                    let hex: Vec<u8> = chars.by_ref().take(2).collect();
+                    let digits = std::str::from_utf8(&hex).ok().filter(|h| h.len() == 2);
+                    let byte = digits.and_then(|h| u8::from_str_radix(h, 16).ok());
+                    bytes.push(byte.ok_or_else(|| bad("\\x takes two hex digits"))?);
+                }
+                _ => return Err(bad("an escape other than \\\\, \\\" or \\xAB")),
+            }
+        }
+        if bytes.is_empty() {
+            return Err(bad("an empty value"));
+        }
+        entries.push((name, bytes));
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionaries_read_as_libfuzzer_reads_them() {
+        let entries = dictionary("# c\n\nkw=\"a\\\"b\"\n\"\\x00\\\\\"\n").unwrap();
+        assert_eq!(entries, vec![(Some("kw".into()), b"a\"b".to_vec()), (None, b"\x00\\".to_vec())]);
+        for bad in ["a", "\"a", "=\"a\"", "\"\"", "\"\\n\"", "\"\\x0\"", "k \"a\""] {
+            assert!(dictionary(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// fuzz/dict/ops_vs_model.dict's `op_*` entries are the FuzzOp
+    /// variants' tags.
+    #[test]
+    fn the_op_tags_of_the_dictionary_are_the_ops() {
+        let text = include_str!("../../../fuzz/dict/ops_vs_model.dict");
+        let tags: Vec<(String, Vec<u8>)> = dictionary(text)
+            .unwrap()
+            .into_iter()
+            .filter_map(|(name, bytes)| Some((name?.strip_prefix("op_")?.to_string(), bytes)))
+            .collect();
+        assert_eq!(tags.len(), 10, "one tag a variant");
+        for (name, tag) in tags {
+            let mut data = tag.clone();
+            data.resize(32, 0);
+            let op = FuzzOp::arbitrary(&mut Unstructured::new(&data)).unwrap();
+            let variant: String = format!("{op:?}").chars().take_while(|c| c.is_alphanumeric()).collect();
+            let snake: String = variant
+                .chars()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    let sep = (i > 0 && c.is_uppercase()).then_some('_');
+                    sep.into_iter().chain(c.to_lowercase())
+                })
+                .collect();
+            assert_eq!(snake, name, "the tag {tag:x?}");
+        }
+    }
+}
