@@ -80,3 +80,149 @@ fn the_targets_catch_what_they_look_for() {
         .unwrap_err();
     assert_eq!(e.exit_code(), 2);
 }
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The names of fuzz/fuzz_targets/*.rs.
+fn fuzz_targets() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("fuzz/fuzz_targets"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn dictionary(target: &str) -> Vec<Vec<u8>> {
+    let path = repo().join(format!("fuzz/dict/{target}.dict"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let entries = ukue_harness::explore::fuzzing::dictionary(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    entries.into_iter().map(|(_, bytes)| bytes).collect()
+}
+
+/// What .clusterfuzzlite/build.sh ships, without building: every target
+/// of fuzz/fuzz_targets/ is a [[bin]] of fuzz/Cargo.toml (cargo fuzz
+/// builds those), has its logic in TARGETS (the corpus replay above), a
+/// dictionary libFuzzer can read and a seed corpus; build.sh --check
+/// finds each, and nothing in fuzz/dict or fixtures/fuzz lacks a target.
+#[test]
+fn every_fuzz_target_is_built_and_shipped_with_its_dictionary_and_seeds() {
+    let targets = fuzz_targets();
+    assert!(targets.len() >= 4, "{targets:?}");
+    let manifest = std::fs::read_to_string(repo().join("fuzz/Cargo.toml")).unwrap();
+    let logic: Vec<&str> = ukue_harness::explore::fuzzing::TARGETS.iter().map(|(name, _)| *name).collect();
+    for target in &targets {
+        let bin = format!("name = \"{target}\"\npath = \"fuzz_targets/{target}.rs\"");
+        assert!(manifest.contains(&bin), "fuzz/Cargo.toml has no [[bin]] {target}:\n{bin}");
+        assert!(
+            logic.contains(&target.as_str()),
+            "{target} is not in ukue_harness::explore::fuzzing::TARGETS"
+        );
+        assert!(dictionary(target).len() >= 10, "fuzz/dict/{target}.dict: too few entries");
+    }
+    for dir in ["fuzz/dict", "fixtures/fuzz"] {
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            assert!(targets.contains(&name), "{}: no fuzz target {name}", path.display());
+        }
+    }
+    let out = std::process::Command::new("bash")
+        .arg(repo().join(".clusterfuzzlite/build.sh"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "build.sh --check: {text}{}", String::from_utf8_lossy(&out.stderr));
+    for target in &targets {
+        assert!(text.lines().any(|l| l.starts_with(&format!("{target}: "))), "build.sh --check: {text}");
+    }
+}
+
+/// Asserts that every word is an entry of `target`'s dictionary.
+fn assert_in_dictionary(target: &str, words: impl IntoIterator<Item = String>) {
+    let entries = dictionary(target);
+    let missing: Vec<String> =
+        words.into_iter().filter(|w| !entries.iter().any(|e| e == w.as_bytes())).collect();
+    assert!(missing.is_empty(), "add to fuzz/dict/{target}.dict: {missing:?}");
+}
+
+/// cli_args.dict has every subcommand and long flag of the command line.
+#[test]
+fn the_cli_dictionary_has_every_subcommand_and_flag() {
+    use clap::CommandFactory;
+    let mut cli = ukue::cli::args::Cli::command();
+    cli.build();
+    let mut words = Vec::new();
+    for sub in cli.get_subcommands() {
+        words.push(sub.get_name().to_string());
+        words.extend(sub.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")));
+    }
+    assert!(words.len() > 20, "{words:?}");
+    assert_in_dictionary("cli_args", words);
+}
+
+/// open_bytes.dict has every table, index and column name of a file the
+/// reference makes, and the meta keys.
+#[test]
+fn the_file_dictionary_has_every_name_of_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ukue::Ukue::create(dir.path().join("f.ukue")).unwrap();
+    let conn = file.connection();
+    let mut names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for table in ["ukue_meta", "ukue_jobs"] {
+        let columns: Vec<String> = conn
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        names.extend(columns);
+    }
+    let keys: Vec<String> = conn
+        .prepare("SELECT key FROM ukue_meta")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    names.extend(keys);
+    assert!(names.len() > 15, "{names:?}");
+    assert_in_dictionary("open_bytes", names);
+}
+
+/// driver_lines.dict has every op and key of the seeds' requests (the
+/// lines that are requests), quoted.
+#[test]
+fn the_driver_dictionary_has_every_op_and_key_of_the_seeds() {
+    let mut words = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("fixtures/fuzz/driver_lines")).unwrap() {
+        let text = std::fs::read(entry.unwrap().path()).unwrap();
+        for line in text.split(|b| *b == b'\n') {
+            if serde_json::from_slice::<ukue_harness::subjects::driver::Request>(line).is_err() {
+                continue;
+            }
+            let Ok(serde_json::Value::Object(request)) = serde_json::from_slice(line) else { continue };
+            for (key, value) in request {
+                if key == "op" {
+                    words.insert(value.to_string());
+                }
+                words.insert(format!("\"{key}\""));
+            }
+        }
+    }
+    assert!(words.contains("\"stats\"") && words.contains("\"lease_ms\""), "{words:?}");
+    assert_in_dictionary("driver_lines", words);
+}
