@@ -13,9 +13,14 @@
 # overflow checks.
 # cargo-fuzz needs nightly flags: this uses the stable toolchain with
 # RUSTC_BOOTSTRAP=1, and installs cargo-fuzz from crates.io when missing.
-# New inputs go to fuzz/corpus/<target>/ (ignored by git); a crash is saved
-# in fuzz/artifacts/<target>/ — copy it into fixtures/fuzz/<target>/ so that
-# `cargo test` (harness/tests/fuzz_corpus.rs) replays it from then on.
+# New inputs go to fuzz/corpus/<target>/ (ignored by git; fuzz/cmin.sh
+# minimises them into fixtures/fuzz/); a crash is saved in
+# fuzz/artifacts/<target>/ — once fixed, copy it to
+# fixtures/fuzz/<target>/regression-NAME so that `cargo test`
+# (harness/tests/fuzz_corpus.rs) replays it from then on (cmin.sh keeps it).
+#
+# UKUE_BROKEN=NAME runs ops_vs_model against a deliberately broken FORMAT.md
+# (harness/src/subjects/broken.rs): it should fail within seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
 
