@@ -37,19 +37,9 @@ fn every_seed_passes_its_target() {
     assert!(failures.is_empty(), "seeds that fail their target:\n{}", failures.join("\n"));
 }
 
-/// The step bugs that the ops seeds must catch, as the fuzzer runs them
-/// (the in-memory reference, ukue_harness::explore::run::Target::InMemory).
-const STEP_BUGS: &[&str] = &[
-    "renew-without-token",
-    "finish-without-token",
-    "no-reaping",
-    "reversed-priority",
-    "uncounted-attempts",
-    "no-renew",
-];
-
-/// The properties can fail: for each step bug some ops seed fails the
-/// reference running it, a line that is no request is answered `invalid`,
+/// The properties can fail: for each step bug
+/// (ukue_harness::subjects::broken::STEP_BUGS) some ops seed fails the
+/// reference running it as the fuzzer runs it (in memory), a line that is no request is answered `invalid`,
 /// and a bad argument vector is a usage error.
 #[test]
 fn the_targets_catch_what_they_look_for() {
@@ -59,7 +49,7 @@ fn the_targets_catch_what_they_look_for() {
     let mut paths: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
     paths.sort();
     let seeds: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    for name in STEP_BUGS {
+    for name in ukue_harness::subjects::broken::STEP_BUGS {
         let bug = ukue_harness::subjects::broken::bug(name).unwrap();
         let spec = ukue_harness::subjects::broken::spec(bug).unwrap();
         let broken = ukue_harness::explore::run::Target::InMemory(spec);
@@ -174,31 +164,16 @@ fn the_file_dictionary_has_every_name_of_the_schema() {
     let dir = tempfile::tempdir().unwrap();
     let file = ukue::Ukue::create(dir.path().join("f.ukue")).unwrap();
     let conn = file.connection();
-    let mut names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let column = |sql: &str| -> Vec<String> {
+        let mut st = conn.prepare(sql).unwrap();
+        let names = st.query_map([], |r| r.get(0)).unwrap();
+        names.collect::<Result<_, _>>().unwrap()
+    };
+    let mut names = column("SELECT name FROM sqlite_schema");
     for table in ["ukue_meta", "ukue_jobs"] {
-        let columns: Vec<String> = conn
-            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        names.extend(columns);
+        names.extend(column(&format!("SELECT name FROM pragma_table_info('{table}')")));
     }
-    let keys: Vec<String> = conn
-        .prepare("SELECT key FROM ukue_meta")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    names.extend(keys);
+    names.extend(column("SELECT key FROM ukue_meta"));
     assert!(names.len() > 15, "{names:?}");
     assert_in_dictionary("open_bytes", names);
 }

@@ -157,14 +157,7 @@ fn a_broken_driver_fails_with_a_short_sequence() {
 
 #[test]
 fn each_step_bug_fails_in_process_with_a_short_sequence() {
-    for bug in [
-        "renew-without-token",
-        "finish-without-token",
-        "no-reaping",
-        "reversed-priority",
-        "uncounted-attempts",
-        "no-renew",
-    ] {
+    for bug in ukue_harness::subjects::broken::STEP_BUGS {
         let spec =
             ukue_harness::subjects::broken::spec(ukue_harness::subjects::broken::bug(bug).unwrap()).unwrap();
         assert_caught(bug, Target::InProcess(spec), 300, 6);
