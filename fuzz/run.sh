@@ -4,7 +4,7 @@
 # dictionary fuzz/dict/<target>.dict, and prints per target execs/s, execs,
 # and the coverage libFuzzer counts at the end: cov (edges) and ft (features).
 #
-#   fuzz/run.sh [SECONDS] [TARGET...]      targets: open_bytes ops_vs_model cli_args driver_lines
+#   fuzz/run.sh [SECONDS] [TARGET...]      targets: those of fuzz_targets/ (default: all)
 #
 # Environment: SEED (libFuzzer's -seed; default: a new one, printed),
 # SANITIZER (cargo fuzz --sanitizer; default none: the Rust code is safe and
@@ -27,7 +27,9 @@ cd "$(dirname "$0")"
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(open_bytes ops_vs_model cli_args driver_lines)
+if [ ${#targets[@]} -eq 0 ]; then
+  for source in fuzz_targets/*.rs; do targets+=("$(basename "$source" .rs)"); done
+fi
 seed=${SEED:-$(( (RANDOM << 15 | RANDOM) + 1 ))}
 sanitizer=${SANITIZER:-none}
 
