@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the fuzz targets' seed corpora, fixtures/fuzz/<target>/, from the
-repository's fixtures and a fixed random seed (standard library only).
+"""Writes the fuzz targets' starting seeds into fixtures/fuzz/<target>/, from
+the repository's fixtures and a fixed random seed (standard library only).
 
-    python3 fuzz/make_seeds.py
+    python3 fuzz/make_seeds.py && fuzz/cmin.sh
 
-`cargo test` replays every file there (harness/tests/fuzz_corpus.rs);
-fuzz/run.sh starts the fuzzers from them.
+The corpora there are these seeds and what fuzzing found, minimised
+(fuzz/cmin.sh: the fewest inputs that reach every edge, named by their
+SHA-1 unless they are seeds of this script that cmin kept). `cargo test`
+replays every file there (harness/tests/fuzz_corpus.rs); fuzz/run.sh starts
+the fuzzers from them, and .clusterfuzzlite/build.sh ships them.
 """
 
 import json

@@ -37,24 +37,28 @@ fn every_seed_passes_its_target() {
     assert!(failures.is_empty(), "seeds that fail their target:\n{}", failures.join("\n"));
 }
 
-/// The properties can fail: the ops seeds catch a broken reference, a
-/// line that is no request is answered `invalid`, and a bad argument
-/// vector is a usage error.
+/// The properties can fail: for each step bug
+/// (ukue_harness::subjects::broken::STEP_BUGS) some ops seed fails the
+/// reference running it as the fuzzer runs it (in memory), a line that is no request is answered `invalid`,
+/// and a bad argument vector is a usage error.
 #[test]
 fn the_targets_catch_what_they_look_for() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/ops_vs_model");
-    let bug = ukue_harness::subjects::broken::bug("uncounted-attempts").unwrap();
-    let broken =
-        ukue_harness::explore::run::Target::InProcess(ukue_harness::subjects::broken::spec(bug).unwrap());
-    let caught = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-        .filter(|data| {
+    // In name order: the catches-* seeds, which the fuzzer found for these
+    // bugs, come first, and the search stops at the first seed that fails.
+    let mut paths: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let seeds: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    for name in ukue_harness::subjects::broken::STEP_BUGS {
+        let bug = ukue_harness::subjects::broken::bug(name).unwrap();
+        let spec = ukue_harness::subjects::broken::spec(bug).unwrap();
+        let broken = ukue_harness::explore::run::Target::InMemory(spec);
+        let caught = seeds.iter().any(|data| {
             std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, data))
                 .is_err()
-        })
-        .count();
-    assert!(caught >= 1, "no ops_vs_model seed catches uncounted attempts");
+        });
+        assert!(caught, "no ops_vs_model seed catches {name}");
+    }
 
     let mut driver = ukue_harness::subjects::driver::ReferenceDriver::new(ukue::Spec::builtin());
     let reply = driver.handle_line("{\"op\": \"claim\"}");
@@ -65,4 +69,139 @@ fn the_targets_catch_what_they_look_for() {
     let e = ukue::cli::args::Cli::try_parse_from(["ukue", "add", "f", "q", "x", "--priority", "101"])
         .unwrap_err();
     assert_eq!(e.exit_code(), 2);
+}
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The names of fuzz/fuzz_targets/*.rs.
+fn fuzz_targets() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("fuzz/fuzz_targets"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn dictionary(target: &str) -> Vec<Vec<u8>> {
+    let path = repo().join(format!("fuzz/dict/{target}.dict"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let entries = ukue_harness::explore::fuzzing::dictionary(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    entries.into_iter().map(|(_, bytes)| bytes).collect()
+}
+
+/// What .clusterfuzzlite/build.sh ships, without building: every target
+/// of fuzz/fuzz_targets/ is a [[bin]] of fuzz/Cargo.toml (cargo fuzz
+/// builds those), has its logic in TARGETS (the corpus replay above), a
+/// dictionary libFuzzer can read and a seed corpus; build.sh --check
+/// finds each, and nothing in fuzz/dict or fixtures/fuzz lacks a target.
+#[test]
+fn every_fuzz_target_is_built_and_shipped_with_its_dictionary_and_seeds() {
+    let targets = fuzz_targets();
+    assert!(targets.len() >= 4, "{targets:?}");
+    let manifest = std::fs::read_to_string(repo().join("fuzz/Cargo.toml")).unwrap();
+    let logic: Vec<&str> = ukue_harness::explore::fuzzing::TARGETS.iter().map(|(name, _)| *name).collect();
+    for target in &targets {
+        let bin = format!("name = \"{target}\"\npath = \"fuzz_targets/{target}.rs\"");
+        assert!(manifest.contains(&bin), "fuzz/Cargo.toml has no [[bin]] {target}:\n{bin}");
+        assert!(
+            logic.contains(&target.as_str()),
+            "{target} is not in ukue_harness::explore::fuzzing::TARGETS"
+        );
+        assert!(dictionary(target).len() >= 10, "fuzz/dict/{target}.dict: too few entries");
+    }
+    for dir in ["fuzz/dict", "fixtures/fuzz"] {
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            assert!(targets.contains(&name), "{}: no fuzz target {name}", path.display());
+        }
+    }
+    let out = std::process::Command::new("bash")
+        .arg(repo().join(".clusterfuzzlite/build.sh"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "build.sh --check: {text}{}", String::from_utf8_lossy(&out.stderr));
+    for target in &targets {
+        assert!(text.lines().any(|l| l.starts_with(&format!("{target}: "))), "build.sh --check: {text}");
+    }
+}
+
+/// Asserts that every word is an entry of `target`'s dictionary.
+fn assert_in_dictionary(target: &str, words: impl IntoIterator<Item = String>) {
+    let entries = dictionary(target);
+    let missing: Vec<String> =
+        words.into_iter().filter(|w| !entries.iter().any(|e| e == w.as_bytes())).collect();
+    assert!(missing.is_empty(), "add to fuzz/dict/{target}.dict: {missing:?}");
+}
+
+/// cli_args.dict has every subcommand and long flag of the command line.
+#[test]
+fn the_cli_dictionary_has_every_subcommand_and_flag() {
+    use clap::CommandFactory;
+    let mut cli = ukue::cli::args::Cli::command();
+    cli.build();
+    let mut words = Vec::new();
+    for sub in cli.get_subcommands() {
+        words.push(sub.get_name().to_string());
+        words.extend(sub.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")));
+    }
+    assert!(words.len() > 20, "{words:?}");
+    assert_in_dictionary("cli_args", words);
+}
+
+/// open_bytes.dict has every table, index and column name of a file the
+/// reference makes, and the meta keys.
+#[test]
+fn the_file_dictionary_has_every_name_of_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ukue::Ukue::create(dir.path().join("f.ukue")).unwrap();
+    let conn = file.connection();
+    let column = |sql: &str| -> Vec<String> {
+        let mut st = conn.prepare(sql).unwrap();
+        let names = st.query_map([], |r| r.get(0)).unwrap();
+        names.collect::<Result<_, _>>().unwrap()
+    };
+    let mut names = column("SELECT name FROM sqlite_schema");
+    for table in ["ukue_meta", "ukue_jobs"] {
+        names.extend(column(&format!("SELECT name FROM pragma_table_info('{table}')")));
+    }
+    names.extend(column("SELECT key FROM ukue_meta"));
+    assert!(names.len() > 15, "{names:?}");
+    assert_in_dictionary("open_bytes", names);
+}
+
+/// driver_lines.dict has every op and key of the requests among the
+/// seeds' lines, quoted.
+#[test]
+fn the_driver_dictionary_has_every_op_and_key_of_the_seeds() {
+    let mut words = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("fixtures/fuzz/driver_lines")).unwrap() {
+        let text = std::fs::read(entry.unwrap().path()).unwrap();
+        for line in text.split(|b| *b == b'\n') {
+            // Written back, a request has only the protocol's keys (serde
+            // ignores unknown ones as it reads).
+            let Ok(request) = serde_json::from_slice::<ukue_harness::subjects::driver::Request>(line) else {
+                continue;
+            };
+            let serde_json::Value::Object(request) = serde_json::to_value(&request).unwrap() else {
+                continue;
+            };
+            for (key, value) in request {
+                if key == "op" {
+                    words.insert(value.to_string());
+                }
+                words.insert(format!("\"{key}\""));
+            }
+        }
+    }
+    assert!(words.contains("\"stats\"") && words.contains("\"lease_ms\""), "{words:?}");
+    assert_in_dictionary("driver_lines", words);
 }

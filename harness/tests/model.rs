@@ -74,6 +74,13 @@ fn the_in_process_reference_matches_the_model() {
     assert_passes("the_in_process_reference_matches_the_model", Target::reference(), 400);
 }
 
+/// The fuzzer's subject: the same reference on one in-memory connection.
+#[test]
+fn the_in_memory_reference_matches_the_model() {
+    let target = Target::InMemory(ukue::Spec::builtin());
+    assert_passes("the_in_memory_reference_matches_the_model", target, 200);
+}
+
 #[test]
 fn the_rust_driver_matches_the_model() {
     let cmd = DriverCommand::parse(&driver_binary()).unwrap();
@@ -150,14 +157,7 @@ fn a_broken_driver_fails_with_a_short_sequence() {
 
 #[test]
 fn each_step_bug_fails_in_process_with_a_short_sequence() {
-    for bug in [
-        "renew-without-token",
-        "finish-without-token",
-        "no-reaping",
-        "reversed-priority",
-        "uncounted-attempts",
-        "no-renew",
-    ] {
+    for bug in ukue_harness::subjects::broken::STEP_BUGS {
         let spec =
             ukue_harness::subjects::broken::spec(ukue_harness::subjects::broken::bug(bug).unwrap()).unwrap();
         assert_caught(bug, Target::InProcess(spec), 300, 6);

@@ -33,7 +33,7 @@ impl std::fmt::Display for Violation {
 impl Invariant {
     /// Runs the query on `conn`: the rows that break the invariant.
     pub fn violations(&self, conn: &Connection) -> rusqlite::Result<Vec<Violation>> {
-        let mut st = conn.prepare(&self.sql)?;
+        let mut st = conn.prepare_cached(&self.sql)?;
         let columns: Vec<String> = st.column_names().into_iter().map(str::to_string).collect();
         let id = columns.iter().position(|c| c == "id");
         let rows = st.query_map([], |row| {

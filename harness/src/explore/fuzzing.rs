@@ -6,12 +6,14 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::gen::{edges, WORKERS};
 use super::run::{scratch_dir, ModelRun, Target};
 use crate::check::model::{op, FailHow, Label, Op, PurgeState, START_MS};
+use crate::subjects::broken;
 use crate::subjects::driver::{Answer, ErrorKind, ReferenceDriver, Request};
 
 /// A fuzz target: panics when a property fails.
@@ -25,9 +27,20 @@ pub const TARGETS: &[(&str, FuzzTarget)] = &[
     ("driver_lines", driver_lines),
 ];
 
-/// A scratch folder, in memory when the machine has /dev/shm.
-fn scratch() -> tempfile::TempDir {
-    scratch_dir("ukue-fuzz-").expect("a temporary directory")
+/// Runs `body` in an empty scratch folder: one a thread, in memory when
+/// the machine has /dev/shm, made once and emptied before each input
+/// (making and removing a folder an input cost more than most inputs).
+fn in_scratch<T>(body: impl FnOnce(&Path) -> T) -> T {
+    thread_local! {
+        static DIR: tempfile::TempDir = scratch_dir("ukue-fuzz-").expect("a temporary directory");
+    }
+    DIR.with(|dir| {
+        for entry in listing(dir.path()) {
+            let emptied = std::fs::remove_file(&entry).or_else(|_| std::fs::remove_dir_all(&entry));
+            emptied.unwrap_or_else(|e| panic!("emptying the scratch folder: {}: {e}", entry.display()));
+        }
+        body(dir.path())
+    })
 }
 
 fn listing(dir: &Path) -> Vec<PathBuf> {
@@ -43,17 +56,21 @@ fn listing(dir: &Path) -> Vec<PathBuf> {
 /// unchanged, with no -wal or -shm file beside it (FORMAT.md §2.3). An
 /// accepted file then takes a stats, a claim and an add without panicking.
 pub fn open_bytes(data: &[u8]) {
-    let dir = scratch();
-    let path = dir.path().join("fuzz.ukue");
+    in_scratch(|dir| open_bytes_in(dir, data))
+}
+
+fn open_bytes_in(dir: &Path, data: &[u8]) {
+    let path = dir.join("fuzz.ukue");
     std::fs::write(&path, data).expect("writing the input");
-    let before = listing(dir.path());
+    // The folder was empty.
+    let before = vec![path.clone()];
     let clock = ukue::ManualClock::new(START_MS);
     let opened = ukue::OpenOptions::default().clock(clock).open(&path);
     match opened {
         Err(e) => {
             let after = std::fs::read(&path).expect("reading the input back");
             assert!(after == data, "opening changed a file it refused ({e})");
-            assert_eq!(listing(dir.path()), before, "opening left files behind after refusing ({e})");
+            assert_eq!(listing(dir), before, "opening left files behind after refusing ({e})");
         }
         Ok(mut file) => {
             let _ = file.stats();
@@ -192,11 +209,16 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
 }
 
 /// `ops_vs_model`: op sequences on the in-process reference (three
-/// workers, three connections to one file) against the model; every
-/// answer and the file after every step must match it.
+/// workers) against the model; every answer and the database after every
+/// step must match it. For speed the database is in memory, one
+/// connection for every worker ([`Target::InMemory`]); the model-based
+/// runs (`ukue-conformance model`) check the same steps on a file with a
+/// connection a worker. With `UKUE_BROKEN=NAME` the reference runs a
+/// deliberately broken FORMAT.md (crate::subjects::broken), to show that
+/// fuzzing finds the bug: `UKUE_BROKEN=no-reaping fuzz/run.sh 60 ops_vs_model`.
 pub fn ops_vs_model(data: &[u8]) {
-    // One file and its connections serve every input, emptied in between
-    // (opening four connections costs more than most inputs' steps). A run
+    // One database and its connection serve every input, emptied in
+    // between (making the tables costs more than most inputs' steps). A run
     // that failed is dropped with the panic, and the next input starts anew.
     thread_local! {
         static KEPT: std::cell::RefCell<Option<ModelRun>> = const { std::cell::RefCell::new(None) };
@@ -207,16 +229,31 @@ pub fn ops_vs_model(data: &[u8]) {
             Ok(()) => run,
             Err(e) => panic!("cannot empty the file for the next input: {e}"),
         },
-        None => start(&Target::reference()),
+        None => start(&Target::InMemory(fuzzed_spec())),
     };
     let run = ops_on(run, data);
     KEPT.with(|k| *k.borrow_mut() = Some(run));
 }
 
 /// [`ops_vs_model`] against any target (a broken one, to show it fails),
-/// on a new file.
+/// on a new database.
 pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
     ops_on(start(target), data);
+}
+
+/// The FORMAT.md that [`ops_vs_model`] runs: the builtin one, or the
+/// broken one that `UKUE_BROKEN` names (read once, as `ukue-driver` does).
+fn fuzzed_spec() -> Arc<ukue::Spec> {
+    static SPEC: OnceLock<Arc<ukue::Spec>> = OnceLock::new();
+    let spec = SPEC.get_or_init(|| match std::env::var("UKUE_BROKEN") {
+        Err(_) => ukue::Spec::builtin(),
+        Ok(name) => {
+            let bug = broken::bug(&name)
+                .unwrap_or_else(|| panic!("UKUE_BROKEN={name} is none of {}", broken::names()));
+            broken::spec(bug).unwrap_or_else(|e| panic!("UKUE_BROKEN={name}: {e}"))
+        }
+    });
+    spec.clone()
 }
 
 fn start(target: &Target) -> ModelRun {
@@ -276,8 +313,11 @@ pub fn cli_args(data: &[u8]) {
 /// folder). Each answer is one line of JSON: ok, or a typed error; a line
 /// that is not a request is `invalid`. Never a panic or a hang.
 pub fn driver_lines(data: &[u8]) {
-    let dir = scratch();
-    let mut driver = ReferenceDriver::jailed(ukue::Spec::builtin(), dir.path().to_path_buf());
+    in_scratch(|dir| driver_lines_in(dir, data))
+}
+
+fn driver_lines_in(dir: &Path, data: &[u8]) {
+    let mut driver = ReferenceDriver::jailed(ukue::Spec::builtin(), dir.to_path_buf());
     for line in data.split(|b| *b == b'\n').take(64) {
         let text = String::from_utf8_lossy(line);
         let reply = driver.handle_line(&text);
@@ -288,6 +328,97 @@ pub fn driver_lines(data: &[u8]) {
         }
         if serde_json::from_str::<Request>(&text).is_err() {
             assert_eq!(answer.error, Some(ErrorKind::Invalid), "for {text:?}: {reply}");
+        }
+    }
+}
+
+/// One entry of a libFuzzer dictionary: its name, if it has one, and its bytes.
+pub type DictEntry = (Option<String>, Vec<u8>);
+
+/// The entries of a libFuzzer dictionary (fuzz/dict/<target>.dict), read
+/// as libFuzzer reads them: a line `name="value"` or `"value"`, `#` a
+/// comment; in a value, `\\`, `\"` and `\xAB` are the escapes.
+pub fn dictionary(text: &str) -> Result<Vec<DictEntry>, String> {
+    let mut entries = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| format!("line {}: {why}: {line}", n + 1);
+        let open = line.find('"').ok_or_else(|| bad("no opening quote"))?;
+        let name = line[..open].trim();
+        let name = match name.strip_suffix('=') {
+            Some(name) if !name.is_empty() => Some(name.to_string()),
+            None if name.is_empty() => None,
+            _ => return Err(bad("not name=\"value\"")),
+        };
+        let quoted = &line[open + 1..];
+        let value = quoted.strip_suffix('"').ok_or_else(|| bad("no closing quote"))?;
+        let mut bytes = Vec::new();
+        let mut chars = value.bytes();
+        while let Some(b) = chars.next() {
+            if b != b'\\' {
+                bytes.push(b);
+                continue;
+            }
+            match chars.next() {
+                Some(e @ (b'\\' | b'"')) => bytes.push(e),
+                Some(b'x') => {
+                    let hex: Vec<u8> = chars.by_ref().take(2).collect();
+                    let digits = std::str::from_utf8(&hex).ok().filter(|h| h.len() == 2);
+                    let byte = digits.and_then(|h| u8::from_str_radix(h, 16).ok());
+                    bytes.push(byte.ok_or_else(|| bad("\\x takes two hex digits"))?);
+                }
+                _ => return Err(bad("an escape other than \\\\, \\\" or \\xAB")),
+            }
+        }
+        if bytes.is_empty() {
+            return Err(bad("an empty value"));
+        }
+        entries.push((name, bytes));
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionaries_read_as_libfuzzer_reads_them() {
+        let entries = dictionary("# c\n\nkw=\"a\\\"b\"\n\"\\x00\\\\\"\n").unwrap();
+        assert_eq!(entries, vec![(Some("kw".into()), b"a\"b".to_vec()), (None, b"\x00\\".to_vec())]);
+        for bad in ["a", "\"a", "=\"a\"", "\"\"", "\"\\n\"", "\"\\x0\"", "k \"a\""] {
+            assert!(dictionary(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// fuzz/dict/ops_vs_model.dict's `op_*` entries are the FuzzOp
+    /// variants' tags.
+    #[test]
+    fn the_op_tags_of_the_dictionary_are_the_ops() {
+        let text = include_str!("../../../fuzz/dict/ops_vs_model.dict");
+        let tags: Vec<(String, Vec<u8>)> = dictionary(text)
+            .unwrap()
+            .into_iter()
+            .filter_map(|(name, bytes)| Some((name?.strip_prefix("op_")?.to_string(), bytes)))
+            .collect();
+        assert_eq!(tags.len(), 10, "one tag a variant");
+        for (name, tag) in tags {
+            let mut data = tag.clone();
+            data.resize(32, 0);
+            let op = FuzzOp::arbitrary(&mut Unstructured::new(&data)).unwrap();
+            let variant: String = format!("{op:?}").chars().take_while(|c| c.is_alphanumeric()).collect();
+            let snake: String = variant
+                .chars()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    let sep = (i > 0 && c.is_uppercase()).then_some('_');
+                    sep.into_iter().chain(c.to_lowercase())
+                })
+                .collect();
+            assert_eq!(snake, name, "the tag {tag:x?}");
         }
     }
 }

@@ -27,6 +27,13 @@ use crate::subjects::observe::file::{open_read_only, read_rows};
 pub trait Session {
     /// Performs `request` as worker `worker`.
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String>;
+
+    /// The subject's own connection, when its database is in this process
+    /// and no path names it (an in-memory one): the run reads and empties
+    /// the database through it.
+    fn connection(&self) -> Option<&Connection> {
+        None
+    }
 }
 
 /// The subject of model runs, and how to start a fresh [`Session`] of it
@@ -36,6 +43,11 @@ pub enum Target {
     /// The reference library in this process (one [`ReferenceDriver`] a worker),
     /// running this FORMAT.md (the builtin one, or a broken one).
     InProcess(Arc<ukue::Spec>),
+    /// The reference library in this process on an in-memory database, one
+    /// connection for every worker and for the run's reads: no file, no
+    /// fsync, no locks (the fuzzer's, for speed; what a file shared by
+    /// several connections adds is [`Target::InProcess`]'s to check).
+    InMemory(Arc<ukue::Spec>),
     /// One driver process a worker.
     Driver(DriverCommand),
 }
@@ -52,6 +64,12 @@ impl Target {
                 "the in-process reference".into()
             }
             Target::InProcess(_) => "the in-process reference with an edited FORMAT.md".into(),
+            Target::InMemory(spec) if Arc::ptr_eq(spec, &ukue::Spec::builtin()) => {
+                "the in-process reference on an in-memory database".into()
+            }
+            Target::InMemory(_) => {
+                "the in-process reference with an edited FORMAT.md on an in-memory database".into()
+            }
             Target::Driver(cmd) => format!("driver {}", cmd.display()),
         }
     }
@@ -61,6 +79,7 @@ impl Target {
         let open =
             |create: bool| Request::Open { path: path.display().to_string(), create, now_ms: Some(START_MS) };
         let mut session: Box<dyn Session> = match self {
+            Target::InMemory(spec) => return Ok(Box::new(InMemory::start(spec)?)),
             Target::InProcess(spec) => {
                 // The reference's own new file, made once: copying it is
                 // quicker than making the tables for every run. (Drivers
@@ -120,6 +139,39 @@ struct InProcess {
 impl Session for InProcess {
     fn send(&mut self, worker: usize, request: Request) -> Result<Answer, String> {
         Ok(self.handlers[worker].handle(request))
+    }
+}
+
+/// [`Target::InMemory`]'s session: one driver for every worker (each
+/// request carries its time, and a step is one transaction either way).
+struct InMemory {
+    driver: ReferenceDriver,
+}
+
+impl InMemory {
+    fn start(spec: &Arc<ukue::Spec>) -> Result<InMemory, String> {
+        let conn = Connection::open_in_memory().map_err(|e| format!("an in-memory database: {e}"))?;
+        // Room for every statement of the reference, the row reads and the
+        // invariants (rusqlite keeps 16): none is parsed twice.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let mut driver = ReferenceDriver::new(spec.clone());
+        driver
+            .attach(conn, START_MS)
+            .map_err(|e| format!("adding the tables to an in-memory database: {e}"))?;
+        Ok(InMemory { driver })
+    }
+}
+
+/// Prepared statements an in-memory run's connection keeps.
+const STATEMENT_CACHE: usize = 64;
+
+impl Session for InMemory {
+    fn send(&mut self, _worker: usize, request: Request) -> Result<Answer, String> {
+        Ok(self.driver.handle(request))
+    }
+
+    fn connection(&self) -> Option<&Connection> {
+        self.driver.file().map(ukue::Ukue::connection)
     }
 }
 
@@ -221,21 +273,35 @@ pub struct ModelRun {
     /// and the rows are checked after every step either way.
     pub integrity_every_step: bool,
     session: Box<dyn Session>,
-    reader: Connection,
+    /// A read-only connection to the file (None: the session's own
+    /// connection, [`Session::connection`]).
+    reader: Option<Connection>,
     /// A writing connection for [`ModelRun::reset`], made when first needed.
     admin: Option<Connection>,
     steps: usize,
-    _dir: tempfile::TempDir,
+    /// The file's folder (None: the database is in memory).
+    _dir: Option<tempfile::TempDir>,
     path: PathBuf,
 }
 
 impl ModelRun {
     /// A fresh file with `workers` workers of `target` on it.
     pub fn start(target: &Target, workers: usize) -> Result<ModelRun, Box<ModelFailure>> {
-        let dir = scratch_dir("ukue-model-").map_err(setup_failure)?;
-        let path = dir.path().join("model.ukue");
+        let (dir, path) = match target {
+            Target::InMemory(_) => (None, PathBuf::from(":memory:")),
+            Target::InProcess(_) | Target::Driver(_) => {
+                let dir = scratch_dir("ukue-model-").map_err(setup_failure)?;
+                let path = dir.path().join("model.ukue");
+                (Some(dir), path)
+            }
+        };
         let session = target.start(&path, workers.max(1)).map_err(setup_failure)?;
-        let reader = open_read_only(&path).map_err(|e| setup_failure(format!("{}: {e}", path.display())))?;
+        let reader = match session.connection() {
+            Some(_) => None,
+            None => {
+                Some(open_read_only(&path).map_err(|e| setup_failure(format!("{}: {e}", path.display())))?)
+            }
+        };
         Ok(ModelRun {
             model: Model::default(),
             integrity_every_step: true,
@@ -252,33 +318,41 @@ impl ModelRun {
         &self.path
     }
 
+    /// The connection the run reads the database through.
+    fn reader(&self) -> &Connection {
+        match &self.reader {
+            Some(reader) => reader,
+            None => self.session.connection().expect("a session without a file has a connection"),
+        }
+    }
+
     /// Performs one op and checks the answer and the file.
     pub fn step(&mut self, op: &Op) -> Result<(), Box<ModelFailure>> {
         let index = self.steps;
         self.steps += 1;
-        let fail = |expected: String, seen: String, message: String| {
+        let expect = self.model.expect(op);
+        // What was expected and seen, written out only for a failure.
+        let allowed = expect.allowed.clone();
+        let fail = |seen: Option<&Option<Answer>>, message: String| {
+            let seen = match seen {
+                None => "no answer".into(),
+                Some(None) => "(nothing sent)".into(),
+                Some(Some(answer)) => answer.to_line(),
+            };
+            let expected = allowed.to_string();
             Box::new(ModelFailure { step: Some(index), op: Some(op.clone()), expected, seen, message })
         };
-        let expect = self.model.expect(op);
-        let expected = expect.allowed.to_string();
         let answer = match expect.request(op, self.model.now) {
             None => None,
             Some(request) => {
                 let worker = op.worker().unwrap_or(0) as usize;
-                let answer = self
-                    .session
-                    .send(worker, request)
-                    .map_err(|e| fail(expected.clone(), "no answer".into(), e))?;
-                Some(answer)
+                Some(self.session.send(worker, request).map_err(|e| fail(None, e))?)
             }
         };
-        let seen = answer.as_ref().map(Answer::to_line).unwrap_or_else(|| "(nothing sent)".into());
         let touched = !matches!(expect.allowed, Allowed::Skip | Allowed::Clock);
-        self.model
-            .observe(op, expect, answer.as_ref())
-            .map_err(|m| fail(expected.clone(), seen.clone(), m))?;
+        self.model.observe(op, expect, answer.as_ref()).map_err(|m| fail(Some(&answer), m))?;
         if touched {
-            self.check_file().map_err(|m| fail(expected, seen, m))?;
+            self.check_file().map_err(|m| fail(Some(&answer), m))?;
         }
         Ok(())
     }
@@ -288,7 +362,7 @@ impl ModelRun {
         if self.integrity_every_step {
             self.finish()?;
         }
-        let rows = read_rows(&self.reader).map_err(|e| format!("reading the file: {e}"))?;
+        let rows = read_rows(self.reader()).map_err(|e| format!("reading the file: {e}"))?;
         // The invariants of FORMAT.md §7 that rows show (the model's rows
         // keep them too, but a row check names them plainly).
         for row in &rows {
@@ -309,14 +383,16 @@ impl ModelRun {
     /// Empties the file for another run on the same connections: no jobs,
     /// and ids from 1 again (sqlite_sequence emptied), as in a new file.
     pub fn reset(&mut self) -> Result<(), String> {
-        if self.admin.is_none() {
+        if self.reader.is_some() && self.admin.is_none() {
             let admin = Connection::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
             self.admin = Some(admin);
         }
-        let admin = self.admin.as_ref().expect("just made");
-        admin
-            .execute_batch("DELETE FROM ukue_jobs; DELETE FROM sqlite_sequence WHERE name = 'ukue_jobs';")
-            .map_err(|e| format!("emptying {}: {e}", self.path.display()))?;
+        let conn = self.admin.as_ref().unwrap_or_else(|| self.reader());
+        for sql in ["DELETE FROM ukue_jobs", "DELETE FROM sqlite_sequence WHERE name = 'ukue_jobs'"] {
+            conn.prepare_cached(sql)
+                .and_then(|mut st| st.execute([]))
+                .map_err(|e| format!("emptying {}: {e}", self.path.display()))?;
+        }
         self.model = Model::default();
         self.steps = 0;
         Ok(())
@@ -325,7 +401,7 @@ impl ModelRun {
     /// The full file checks, integrity included (after the last step):
     /// the file's integrity and the invariants of FORMAT.md §7.
     pub fn finish(&self) -> Result<(), String> {
-        let findings = invariants_of(&self.reader);
+        let findings = invariants_of(self.reader());
         if findings.is_empty() {
             Ok(())
         } else {

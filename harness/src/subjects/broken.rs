@@ -234,6 +234,18 @@ pub const ADD_BUGS: &[(&str, &str)] = &[(
      between leaves the row half-written",
 )];
 
+/// The bugs of the steps themselves, which every model run (and the
+/// ops_vs_model fuzzer) must catch; the others are in opening, durability
+/// or `serve`, or show only with several processes.
+pub const STEP_BUGS: &[&str] = &[
+    "renew-without-token",
+    "finish-without-token",
+    "no-reaping",
+    "reversed-priority",
+    "uncounted-attempts",
+    "no-renew",
+];
+
 pub fn bug(name: &str) -> Option<&'static Bug> {
     BUGS.iter().find(|b| b.name == name)
 }
@@ -263,6 +275,13 @@ pub fn spec(bug: &Bug) -> Result<Arc<Spec>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_step_bug_is_a_bug() {
+        for name in super::STEP_BUGS {
+            assert!(super::bug(name).is_some(), "{name}");
+        }
+    }
+
     #[test]
     fn every_bug_still_applies() {
         for bug in super::BUGS {

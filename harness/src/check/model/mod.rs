@@ -861,21 +861,22 @@ impl Model {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         check_eq("the file's job ids", ids, self.jobs.keys().copied().collect())?;
         for (row, job) in rows.iter().zip(self.jobs.values()) {
-            let at = |what: &str| format!("file: job {}: {what}", job.id);
-            check_eq(&at("state"), row.state.as_str(), job.state.as_str())?;
-            check_eq(&at("queue"), row.queue.as_str(), job.queue.as_str())?;
-            check_eq(&at("payload"), row.payload.as_slice(), job.payload.as_bytes())?;
-            check_eq(&at("priority"), row.priority, job.priority)?;
-            check_eq(&at("attempts"), row.attempts, job.attempts)?;
-            check_eq(&at("max_attempts"), row.max_attempts, job.max_attempts)?;
-            check_eq(&at("lease_until"), row.lease_until, job.lease_until)?;
-            check_error(&at("last_error"), row.last_error.as_deref(), job.last_error.as_deref())?;
-            check_eq(&at("created_at"), row.created_at, job.created_at)?;
-            check_eq(&at("updated_at"), row.updated_at, job.updated_at)?;
+            // The job is named only in a mismatch (this runs after every step).
+            let at = |checked: Result<(), String>| checked.map_err(|m| format!("file: job {}: {m}", job.id));
+            at(check_eq("state", row.state.as_str(), job.state.as_str()))?;
+            at(check_eq("queue", row.queue.as_str(), job.queue.as_str()))?;
+            at(check_eq("payload", row.payload.as_slice(), job.payload.as_bytes()))?;
+            at(check_eq("priority", row.priority, job.priority))?;
+            at(check_eq("attempts", row.attempts, job.attempts))?;
+            at(check_eq("max_attempts", row.max_attempts, job.max_attempts))?;
+            at(check_eq("lease_until", row.lease_until, job.lease_until))?;
+            at(check_error("last_error", row.last_error.as_deref(), job.last_error.as_deref()))?;
+            at(check_eq("created_at", row.created_at, job.created_at))?;
+            at(check_eq("updated_at", row.updated_at, job.updated_at))?;
             let token = job.holder.and_then(|h| self.tokens.get(&h)).map(String::as_str);
-            check_eq(&at("token"), row.token.as_deref(), token)?;
+            at(check_eq("token", row.token.as_deref(), token))?;
             if !job.run_at.contains(row.run_at) {
-                return mismatch(format!("{}: expected {}, got {}", at("run_at"), job.run_at, row.run_at));
+                return at(mismatch(format!("run_at: expected {}, got {}", job.run_at, row.run_at)));
             }
         }
         Ok(())

@@ -369,9 +369,27 @@ impl ReferenceDriver {
             }
         };
         let access = if create { Access::Create } else { Access::Existing };
-        let options = OpenOptions::default().access(access).clock(self.clock.clone()).spec(self.spec.clone());
-        self.file = Some(options.open(path)?);
+        self.file = Some(self.options(access).open(path)?);
         Ok(Answer::ok())
+    }
+
+    /// In place of an `open` request: the tables of `conn`'s database
+    /// (added when it has none, at `now`), such as an in-memory one, which
+    /// no path names.
+    pub fn attach(&mut self, conn: rusqlite::Connection, now: Millis) -> Result<(), Error> {
+        self.file = None;
+        self.clock.set(now);
+        self.file = Some(self.options(Access::AddTables).attach(conn)?);
+        Ok(())
+    }
+
+    /// The file open now, if any.
+    pub fn file(&self) -> Option<&Ukue> {
+        self.file.as_ref()
+    }
+
+    fn options(&self, access: Access) -> OpenOptions {
+        OpenOptions::default().access(access).clock(self.clock.clone()).spec(self.spec.clone())
     }
 
     fn run(&mut self, request: Request) -> Result<Answer, Error> {
