@@ -231,7 +231,7 @@ def main(argv):
         return 2
     out = sys.stdout
     hello = {"driver": f"{NAME} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})",
-             "protocol": PROTOCOL, "capabilities": ["now_ms"]}
+             "protocol": PROTOCOL, "capabilities": ["now_ms", "published_backoff"]}
     out.write(json.dumps(hello) + "\n")
     out.flush()
     driver = Driver()

@@ -93,6 +93,36 @@ fn the_python_driver_matches_the_model() {
     assert_passes("the_python_driver_matches_the_model", Target::Driver(cmd), 100);
 }
 
+/// A driver with a backoff of its own (none at all, here: FORMAT.md §5.6
+/// lets a program pick its own) matches the model as long as its hello does
+/// not claim the published one; claiming it, it is held to that span.
+#[test]
+fn a_driver_with_its_own_backoff_is_held_to_what_its_hello_claims() {
+    if python_driver().is_none() {
+        return;
+    }
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    // A folder of its own for each variant: drivers are pooled by command.
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let own = "def backoff_ms(attempt):\n    return 0\n\n\ndef published_backoff_ms(attempt):";
+    let hello = "\"capabilities\": [\"now_ms\", \"published_backoff\"]";
+    let claims = |claimed: bool| {
+        let dir = dirs[usize::from(claimed)].path();
+        let copy = |name: &str, from: &str, to: &str| {
+            let text = std::fs::read_to_string(python.join(name)).unwrap();
+            assert_eq!(text.matches(from).count(), 1, "{name} no longer holds {from:?} once");
+            std::fs::write(dir.join(name), text.replacen(from, to, 1)).unwrap();
+        };
+        copy("ukue_steps.py", "def backoff_ms(attempt):", own);
+        copy("ukue_driver.py", hello, if claimed { hello } else { "\"capabilities\": [\"now_ms\"]" });
+        let cmd = format!("python3 {}", dir.join("ukue_driver.py").display());
+        Target::Driver(DriverCommand::parse(&cmd).unwrap())
+    };
+    let test = "a_driver_with_its_own_backoff_is_held_to_what_its_hello_claims";
+    assert_passes(test, claims(false), 100);
+    assert_caught(test, claims(true), 200, 8);
+}
+
 /// The Python steps (clients/python/ukue_steps.py, which ukue_driver.py
 /// prints with `--statements`) create the tables and indexes with the
 /// published statements: each equals spec/FORMAT.md's block of its name

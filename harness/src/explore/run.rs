@@ -16,10 +16,10 @@ use proptest_state_machine::ReferenceStateMachine;
 use rusqlite::Connection;
 
 use super::gen::{Generator, WORKERS};
-use crate::check::model::{Allowed, Model, Op, START_MS};
+use crate::check::model::{Allowed, Backoff, Model, Op, START_MS};
 use crate::check::{self, file::invariants_of};
 use crate::subjects::driver::client::{DriverCommand, DriverProcess};
-use crate::subjects::driver::{Answer, ReferenceDriver, Request, CAP_NOW_MS};
+use crate::subjects::driver::{Answer, ReferenceDriver, Request, CAP_NOW_MS, CAP_PUBLISHED_BACKOFF};
 use crate::subjects::observe::file::{open_read_only, read_rows};
 
 /// A [`Target`] started on one file: it performs requests for several
@@ -33,6 +33,12 @@ pub trait Session {
     /// the database through it.
     fn connection(&self) -> Option<&Connection> {
         None
+    }
+
+    /// The backoff the subject is held to: the reference's is the
+    /// published one.
+    fn backoff(&self) -> Backoff {
+        Backoff::Published
     }
 }
 
@@ -202,6 +208,14 @@ impl Session for Drivers {
         self.healthy &= answer.is_ok();
         answer
     }
+
+    fn backoff(&self) -> Backoff {
+        if self.drivers.iter().all(|d| d.hello.has(CAP_PUBLISHED_BACKOFF)) {
+            Backoff::Published
+        } else {
+            Backoff::Any
+        }
+    }
 }
 
 impl Drop for Drivers {
@@ -303,7 +317,7 @@ impl ModelRun {
             }
         };
         Ok(ModelRun {
-            model: Model::default(),
+            model: Model { backoff: session.backoff(), ..Model::default() },
             integrity_every_step: true,
             session,
             reader,
@@ -393,7 +407,7 @@ impl ModelRun {
                 .and_then(|mut st| st.execute([]))
                 .map_err(|e| format!("emptying {}: {e}", self.path.display()))?;
         }
-        self.model = Model::default();
+        self.model = Model { backoff: self.model.backoff, ..Model::default() };
         self.steps = 0;
         Ok(())
     }

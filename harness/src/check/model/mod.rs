@@ -55,6 +55,33 @@ pub const fn backoff_span(now: Millis, attempts: i64) -> Span {
     Span { lo: now.saturating_add(b), hi: now.saturating_add(b + b / 10) }
 }
 
+/// The backoff a subject is held to after a failed or reaped attempt.
+/// FORMAT.md §5.6 gives the published command's and lets other programs
+/// pick their own, so a step driver is held to the published one only when
+/// its hello says it uses it (capability `published_backoff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backoff {
+    /// [`backoff_span`].
+    #[default]
+    Published,
+    /// Any delay from none up to [`ANY_BACKOFF_MAX`].
+    Any,
+}
+
+/// The longest backoff [`Backoff::Any`] allows: a week (the published
+/// command's is at most an hour and a tenth).
+pub const ANY_BACKOFF_MAX: Millis = 7 * 24 * 3_600_000;
+
+impl Backoff {
+    /// The run_at a backoff from `now` after attempt `attempts` may give.
+    pub fn span(self, now: Millis, attempts: i64) -> Span {
+        match self {
+            Backoff::Published => backoff_span(now, attempts),
+            Backoff::Any => Span { lo: now, hi: now.saturating_add(ANY_BACKOFF_MAX) },
+        }
+    }
+}
+
 /// A time known to lie in `lo..=hi` (one value when `lo == hi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
@@ -136,6 +163,8 @@ pub struct Model {
     pub claims: BTreeMap<Label, Option<i64>>,
     /// Claim label → the token it was given.
     pub tokens: BTreeMap<Label, String>,
+    /// The backoff the subject is held to.
+    pub backoff: Backoff,
 }
 
 impl Default for Model {
@@ -253,6 +282,7 @@ impl Model {
             adds: BTreeMap::new(),
             claims: BTreeMap::new(),
             tokens: BTreeMap::new(),
+            backoff: Backoff::Published,
         }
     }
 
@@ -298,7 +328,7 @@ impl Model {
     /// Every running job whose lease has run out goes to dead (out of
     /// attempts) or back to ready after the backoff (FORMAT.md §5.4).
     fn reap(&mut self) {
-        let now = self.now;
+        let (now, backoff) = (self.now, self.backoff);
         for job in self.jobs.values_mut() {
             if job.state != JobState::Running || job.lease_until.is_none_or(|l| l > now) {
                 continue;
@@ -309,7 +339,7 @@ impl Model {
                 job.state = JobState::Dead;
             } else {
                 job.state = JobState::Ready;
-                job.run_at = backoff_span(now, job.attempts);
+                job.run_at = backoff.span(now, job.attempts);
             }
         }
     }
@@ -465,6 +495,7 @@ impl Model {
             Op::Fail { claim, how, forged, .. } => {
                 let invalid = matches!(how, FailHow::After(ms) if *ms < 0 || now.checked_add(*ms).is_none());
                 self.held_step(*claim, *forged, invalid, next, |id, mut next| {
+                    let backoff = next.backoff;
                     let job = next.jobs.get_mut(&id).expect("held");
                     let dead = matches!(how, FailHow::Permanent) || job.attempts >= job.max_attempts;
                     job.last_error = Some(Op::fail_text(*claim));
@@ -475,7 +506,7 @@ impl Model {
                         job.state = JobState::Ready;
                         job.run_at = match how {
                             FailHow::After(ms) => Span::exact(now + ms),
-                            _ => backoff_span(now, job.attempts),
+                            _ => backoff.span(now, job.attempts),
                         };
                     }
                     let run_at = job.run_at;
@@ -995,6 +1026,21 @@ mod tests {
         let last =
             model(&[add(1, "a", 0, 1), claim(2, "a", 1_000), Op::Advance { ms: 1_000 }, claim(3, "b", 10)]);
         assert_eq!(last.jobs[&1].state, JobState::Dead, "the last attempt's lease ran out");
+    }
+
+    #[test]
+    fn a_subject_with_its_own_backoff_is_held_to_none_but_a_bound() {
+        let ops = [add(1, "a", 0, 3), claim(2, "a", 1_000), Op::Advance { ms: 1_000 }, claim(3, "b", 10)];
+        let mut any = Model { backoff: Backoff::Any, ..Model::default() };
+        for op in &ops {
+            any.apply_blind(op);
+        }
+        let now = START_MS + 1_000;
+        assert_eq!(any.jobs[&1].run_at, Span { lo: now, hi: now + ANY_BACKOFF_MAX });
+        // Due at once is allowed, and a claim may take it or find none.
+        let take = claim(4, "a", 1_000);
+        assert_eq!(any.expect(&take).allowed, Allowed::Claimed { candidates: vec![1], empty: true });
+        assert!(!model(&ops).jobs[&1].run_at.contains(now), "the published backoff is not 0");
     }
 
     #[test]

@@ -31,6 +31,11 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// `now_ms` is the time the step runs at.
 pub const CAP_NOW_MS: &str = "now_ms";
 
+/// The capability of backing off as the published command does (FORMAT.md
+/// §5.6: 10 s × 2^(attempt−1), at most an hour, plus up to a tenth): the
+/// model holds such a driver to that span, and any other to any delay.
+pub const CAP_PUBLISHED_BACKOFF: &str = "published_backoff";
+
 /// The first line a driver writes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
@@ -334,7 +339,7 @@ impl ReferenceDriver {
         Hello {
             driver: format!("ukue-driver (Rust reference, ukue {}{broken})", env!("CARGO_PKG_VERSION")),
             protocol: PROTOCOL_VERSION,
-            capabilities: vec![CAP_NOW_MS.to_string()],
+            capabilities: vec![CAP_NOW_MS.to_string(), CAP_PUBLISHED_BACKOFF.to_string()],
         }
     }
 
