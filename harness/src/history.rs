@@ -246,16 +246,39 @@ impl History {
     }
 }
 
+/// The probe's records in a log. A probe killed while it appends (a
+/// command killed mid-run) can leave part of a record, cut short, which
+/// the next record's line then follows: such a torn record is passed over,
+/// and its run counts as one that never wrote it (the start or the end).
+/// Anything else that is not a record is an error.
+fn records(log: &str) -> Result<Vec<Record>, String> {
+    const RECORD_START: &str = "{\"event\":";
+    let mut records = Vec::new();
+    for (n, line) in log.lines().enumerate() {
+        let mut pieces: Vec<usize> = line.match_indices(RECORD_START).map(|(i, _)| i).collect();
+        if pieces.first() != Some(&0) {
+            pieces.insert(0, 0);
+        }
+        for (k, &at) in pieces.iter().enumerate() {
+            let piece = &line[at..pieces.get(k + 1).copied().unwrap_or(line.len())];
+            if piece.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Record>(piece) {
+                Ok(record) => records.push(record),
+                Err(e) if e.is_eof() && piece.starts_with(RECORD_START) => {}
+                Err(e) => return Err(format!("probe log line {}: {e}: {line}", n + 1)),
+            }
+        }
+    }
+    Ok(records)
+}
+
 /// Pairs the probe's start and end records into executions.
 pub fn executions(log: &str) -> Result<Vec<Execution>, String> {
     let mut open: HashMap<u32, Execution> = HashMap::new();
     let mut done = Vec::new();
-    for (n, line) in log.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: Record =
-            serde_json::from_str(line).map_err(|e| format!("probe log line {}: {e}: {line}", n + 1))?;
+    for record in records(log)? {
         match record.event {
             RecordKind::Start => {
                 if let Some(previous) = open.insert(record.pid, start(&record)) {
@@ -348,6 +371,24 @@ mod tests {
         assert_eq!((runs[1].job, runs[1].end_ms, runs[1].exit), (2, Some(110), Some(0)));
         assert_eq!((runs[2].job, runs[2].end_ms), (3, None), "a killed probe has no end");
         assert!(executions("not json").is_err());
+        // A probe killed while it appended its end: part of a record, which
+        // the next record follows on the same line, or which ends the log.
+        // (As the probe writes them: `event` first.)
+        let probe_line = |event, pid, job, at, exit| {
+            let record: Record = serde_json::from_str(&line(event, pid, job, at, exit)).unwrap();
+            serde_json::to_string(&record).unwrap()
+        };
+        let end = probe_line("end", 10, 1, 120, Some(3));
+        let torn = &end[..end.len() / 2];
+        let log = [
+            probe_line("start", 10, 1, 100, None),
+            format!("{torn}{}", probe_line("start", 11, 2, 130, None)),
+            torn.into(),
+        ]
+        .join("\n");
+        let cut = executions(&log).unwrap();
+        assert_eq!(cut.iter().map(|r| (r.job, r.end_ms)).collect::<Vec<_>>(), [(1, None), (2, None)]);
+        assert!(executions(&format!("{}\n{{\"event\": 3}}", line("start", 10, 1, 100, None))).is_err());
         let history = History { executions: runs, ..History::default() };
         let kinds: Vec<HistoryOpKind> = history.ops().iter().map(|o| o.kind).collect();
         use HistoryOpKind::*;
