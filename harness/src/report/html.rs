@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::svg::{self, end_class, View};
 use super::timeline::{RunEnd, Timeline};
-use super::{by_family, counts, not_passed, FamilyRow};
+use super::{by_family, not_passed, tally, FamilyRow};
 use crate::runner::{CaseReport, RunInfo, Status};
 use crate::spec::{self, coverage};
 
@@ -124,16 +124,12 @@ fn anchor(r: &CaseReport) -> String {
 
 fn header(out: &mut String, reports: &[CaseReport], elapsed: Duration, runs: &[RunInfo]) {
     let bad = reports.iter().any(|r| r.status.is_bad());
-    let counted: Vec<String> =
-        counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
     let _ = write!(
         out,
-        "<h1>ukue conformance report</h1><p class=\"verdict {}\">{}: {} cases in {:.1} s: {}</p>",
+        "<h1>ukue conformance report</h1><p class=\"verdict {}\">{}: {}</p>",
         if bad { "bad" } else { "ok" },
         if bad { "FAILED" } else { "PASSED" },
-        reports.len(),
-        elapsed.as_secs_f64(),
-        esc(&counted.join(", "))
+        esc(&tally(reports, elapsed))
     );
     out.push_str(
         "<table class=\"run\"><tr><th>implementation</th><th>version</th><th>reference</th><th>seed</th>\

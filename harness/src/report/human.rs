@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{by_family, counts, totals, FamilyRow, Reporter};
+use super::{by_family, tally, totals, FamilyRow, Reporter};
 use crate::runner::{CaseReport, RunInfo, Status};
 
 /// The widths of the summary table's count columns.
@@ -136,9 +136,7 @@ pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
         }
         let _ = writeln!(out);
     }
-    let line: Vec<String> =
-        counts(reports).into_iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
-    let _ = writeln!(out, "\n{} cases in {:.1} s: {}", reports.len(), elapsed.as_secs_f64(), line.join(", "));
+    let _ = writeln!(out, "\n{}", tally(reports, elapsed));
     let figures = totals(reports);
     if figures.len() > 1 || figures.get("runs").is_some_and(|&n| n > 1) {
         let figures: Vec<String> = figures.iter().map(|(name, n)| format!("{name} {n}")).collect();
@@ -212,5 +210,7 @@ mod tests {
         assert!(!text.contains("--cases crash/a"), "a skipped case is not replayed: {text}");
         let clean = summary(&reports[..1], Duration::from_secs(1));
         assert!(clean.ends_with("\n1 passed, 0 failed\n"), "{clean}");
+        assert!(clean.contains("\n1 case in 1.0 s: 1 pass\n"), "{clean}");
+        assert!(text.contains("\n6 cases in 1.0 s: "), "{text}");
     }
 }
