@@ -52,17 +52,21 @@ fn one_job(ctx: &mut Ctx, payload: &str) -> Result<(PathBuf, Subject, i64), Fail
 }
 
 fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
-    let payload = "long sleep:2400";
+    // Three leases long. The lease is 1.5 s, so that a renewal due every
+    // third of it (the published worker's pace) still has a second to land
+    // when a loaded machine stalls an fsync.
+    let payload = "long sleep:4500";
     let (file, subject, job) = one_job(ctx, payload)?;
     // A second worker claims all the time: it would reap the job at once if
     // the lease were not renewed.
-    let holder = start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
-    let rival = start_worker(ctx, &subject, &file, "q", &["--lease", "800ms", "--poll", "20ms"])?;
+    let holder = start_worker(ctx, &subject, &file, "q", &["--lease", "1500ms", "--poll", "20ms"])?;
+    let rival = start_worker(ctx, &subject, &file, "q", &["--lease", "1500ms", "--poll", "20ms"])?;
     let done = ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(job_count(&file)? == 0));
     holder.stop(Duration::from_secs(30))?;
     rival.stop(Duration::from_secs(30))?;
-    // A job reaped mid-run comes back only after a 10 s backoff: if it is
-    // still in the file, its holder lost it.
+    // A job reaped mid-run is refused its holder's finish and waits out a
+    // backoff: if it is still in the file, its holder lost it (and if it
+    // ran again at once, the count of runs below says so).
     if done.is_err() {
         let row = state_and_attempts(&read(&file)?, job)?;
         return Err(Failure::fail(
