@@ -266,7 +266,10 @@ fn records(log: &str) -> Result<Vec<Record>, String> {
             }
             match serde_json::from_str::<Record>(piece) {
                 Ok(record) => records.push(record),
-                Err(e) if e.is_eof() && piece.starts_with(RECORD_START) => {}
+                // Cut anywhere, even inside `{"event":` itself.
+                Err(e)
+                    if e.is_eof() && (piece.starts_with(RECORD_START) || RECORD_START.starts_with(piece)) => {
+                }
                 Err(e) => return Err(format!("probe log line {}: {e}: {line}", n + 1)),
             }
         }
@@ -388,6 +391,13 @@ mod tests {
         .join("\n");
         let cut = executions(&log).unwrap();
         assert_eq!(cut.iter().map(|r| (r.job, r.end_ms)).collect::<Vec<_>>(), [(1, None), (2, None)]);
+        // Cut inside the record's first key (seen in a 1,000-kill run).
+        let log = [
+            probe_line("start", 10, 1, 100, None),
+            format!("{{\"ev{}", probe_line("start", 11, 2, 130, None)),
+        ];
+        assert_eq!(executions(&log.join("\n")).unwrap().len(), 2);
+        assert_eq!(executions(&format!("{}\n{{\"ev", log[0])).unwrap().len(), 1);
         assert!(executions(&format!("{}\n{{\"event\": 3}}", line("start", 10, 1, 100, None))).is_err());
         let history = History { executions: runs, ..History::default() };
         let kinds: Vec<HistoryOpKind> = history.ops().iter().map(|o| o.kind).collect();
