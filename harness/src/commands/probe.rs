@@ -44,9 +44,6 @@ fn run(log: PathBuf) -> i32 {
     let worker_pid = nix::unistd::getppid().as_raw() as u32;
     let held = || file.as_deref().and_then(|f| holds(f, job, attempt));
     let mut record = Record {
-        event: RecordKind::Start,
-        job,
-        attempt,
         max_attempts: env_i64("UKUE_MAX_ATTEMPTS"),
         queue: std::env::var("UKUE_QUEUE").unwrap_or_default(),
         pid: std::process::id(),
@@ -54,14 +51,7 @@ fn run(log: PathBuf) -> i32 {
         at_ms: now_ms(),
         payload_sha256: format!("{:x}", Sha256::digest(&payload)),
         payload: text.chars().take(200).collect(),
-        held: None,
-        exit: None,
-        token: None,
-        token_type: None,
-        lease_until: None,
-        updated_at: None,
-        seen_state: None,
-        seen_attempts: None,
+        ..Record::start(job, attempt)
     };
     record.saw(held());
     if let Err(e) = append(&log, &record) {

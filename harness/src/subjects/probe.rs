@@ -151,6 +151,31 @@ pub fn holds(file: &Path, job: i64, attempt: i64) -> Option<Holding> {
 }
 
 impl Record {
+    /// The start record of one attempt at a job, with the rest empty: the
+    /// probe fills in what it knows, and has seen nothing of the file yet.
+    pub fn start(job: i64, attempt: i64) -> Record {
+        Record {
+            event: RecordKind::Start,
+            job,
+            attempt,
+            max_attempts: 0,
+            queue: String::new(),
+            pid: 0,
+            worker_pid: 0,
+            at_ms: 0,
+            payload_sha256: String::new(),
+            payload: String::new(),
+            held: None,
+            exit: None,
+            token: None,
+            token_type: None,
+            lease_until: None,
+            updated_at: None,
+            seen_state: None,
+            seen_attempts: None,
+        }
+    }
+
     /// Notes what the file showed (`None`: it could not be read).
     pub fn saw(&mut self, holding: Option<Holding>) {
         self.held = holding.as_ref().map(|h| h.held);
@@ -179,26 +204,8 @@ mod tests {
     #[test]
     fn a_job_seen_ready_with_this_attempt_counted_was_reaped() {
         let record = |held, seen: Option<(&str, i64)>| {
-            let mut r = Record {
-                event: RecordKind::Start,
-                job: 1,
-                attempt: 2,
-                max_attempts: 3,
-                queue: "q".into(),
-                pid: 1,
-                worker_pid: 1,
-                at_ms: 0,
-                payload_sha256: String::new(),
-                payload: String::new(),
-                held: None,
-                exit: None,
-                token: None,
-                token_type: None,
-                lease_until: None,
-                updated_at: None,
-                seen_state: None,
-                seen_attempts: None,
-            };
+            let mut r =
+                Record { max_attempts: 3, queue: "q".into(), pid: 1, worker_pid: 1, ..Record::start(1, 2) };
             r.saw(Some(Holding { held, seen: seen.map(|(s, a)| (s.to_string(), a)), ..Holding::default() }));
             r
         };
