@@ -326,7 +326,11 @@ fn run_in(
 ) -> (Result<(), Failure>, Option<History>) {
     let deadline = Instant::now() + config.case_timeout;
     let seed = case_seed(config.seed, case.id);
-    let marker = format!("{}-{}", std::process::id(), case.id);
+    // A marker of this run of the case alone: a soak's next pass of the
+    // same case must not carry it (its processes would be swept with this
+    // one's).
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let marker = format!("{}-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::SeqCst), case.id);
     let log = dir.join(PROBE_LOG);
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
     ctx.crash_kills = config.crash_kills;
@@ -345,7 +349,11 @@ fn run_in(
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));
         let history = ctx.take_history().or_else(|| common::history_so_far(&ctx));
-        let _ = tx.send((result, std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures), history));
+        let (notes, figures) = (std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures));
+        // Gone (and every process it started swept) before the runner
+        // hears of it and starts the next case.
+        drop(ctx);
+        let _ = tx.send((result, notes, figures, history));
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.

@@ -112,8 +112,8 @@ fn a_soak_runs_each_pass_on_a_seed_of_its_own_and_replays_it() {
     let args =
         ["--impl", subject.to_str().unwrap(), "--cases", "format/meta-keys", "--repeat", "3", "--seed", "5"];
     let (code, reports, stderr) = run_suite(&args, &[]);
-    assert_eq!(code, 0, "{stderr}");
     let cases: Vec<&serde_json::Value> = reports.iter().filter(|r| r.get("id").is_some()).collect();
+    assert_eq!(code, 0, "{stderr}\n{cases:#?}");
     assert_eq!(cases.len(), 3);
     let seeds: BTreeSet<u64> = cases.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds.len(), 3, "each pass has its own seed");

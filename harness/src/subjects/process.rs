@@ -46,9 +46,12 @@ impl Procs {
         Ok(Spawned { child, pid })
     }
 
-    /// Kills every group this case started and every marked process.
+    /// Kills every group this case started and every marked process. A
+    /// group is killed once: after that its id may be reused by another
+    /// program's group.
     pub fn kill_all(&self) {
-        for &group in self.groups.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let groups = std::mem::take(&mut *self.groups.lock().unwrap_or_else(|p| p.into_inner()));
+        for group in groups {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
         sweep(&self.marker);
