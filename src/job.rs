@@ -13,7 +13,7 @@ pub type JobId = i64;
 
 /// A new job's attempts unless told otherwise (the column's default).
 pub const DEFAULT_MAX_ATTEMPTS: i64 = 10;
-/// The reference's lease unless told otherwise (shared/ukue-contract.md).
+/// The reference's lease unless told otherwise (spec/COMMAND.md).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
 /// A job's stored state (FORMAT.md §5.1).

@@ -1,4 +1,4 @@
-//! The `ukue` command (shared/ukue-contract.md).
+//! The `ukue` command (spec/COMMAND.md).
 
 fn main() -> std::process::ExitCode {
     ukue::cli::main()

@@ -1,4 +1,4 @@
-//! The `ukue` command line, as shared/ukue-contract.md describes it.
+//! The `ukue` command line, as spec/COMMAND.md describes it.
 
 mod support;
 

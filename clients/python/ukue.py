@@ -13,7 +13,7 @@ with nothing but Python 3's standard library (3.11 or newer).
     ukue.py delete FILE ID...                   delete jobs
     ukue.py version                             print the version
 
-It is a second implementation of the contract in shared/ukue-contract.md,
+It is a second implementation of the contract in spec/COMMAND.md,
 written from the published format and command (github.com/ukue-queue/ukue),
 and behaves as the published command does where that and the Rust reference
 differ, so that the conformance suite meets both behaviours. The steps live

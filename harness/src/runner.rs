@@ -285,7 +285,7 @@ fn run_one(config: &Config, case: &Case) -> CaseReport {
         report.timeline = history.and_then(|h| Timeline::of(&h, &blame));
     }
     if status != Status::Pass {
-        report.rule_text = rules::section_text(case.rule);
+        report.rule_text = rules::rule_text(case.rule);
     }
     if let Err(f) = outcome {
         report.expected = Some(f.expected);

@@ -1,4 +1,4 @@
-//! The command line of shared/ukue-contract.md, as clap definitions.
+//! The command line of spec/COMMAND.md, as clap definitions.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The `ukue` command line (shared/ukue-contract.md): one function per
+//! The `ukue` command line (spec/COMMAND.md): one function per
 //! command. It lives in the library so that test doubles (the harness's
 //! deliberately broken subjects) and the argument fuzzer can run it.
 
@@ -70,7 +70,10 @@ pub fn run(cmd: Cmd, options: &OpenOptions, out: &mut dyn Write) -> Result<()> {
     match cmd {
         Cmd::Init { file } => init(files, &file, out),
         Cmd::Add(args) => add(files, args, out),
-        Cmd::Work(args) => work(files, args),
+        Cmd::Work(args) => {
+            let handler = work::CommandHandler::of(&args);
+            work_with(options, args, &handler)
+        }
         Cmd::Serve(args) => serve::serve(options.clone(), args),
         Cmd::Stats { file, json } => stats(files, &file, json, out),
         Cmd::List(args) => list(files, args, out),
@@ -134,7 +137,10 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn work(files: Files, args: WorkArgs) -> Result<()> {
+/// `ukue work` with `handler` running each job: the reference's is
+/// [`work::CommandHandler`]; a test double may wrap it.
+pub fn work_with(open: &OpenOptions, args: WorkArgs, handler: &dyn crate::worker::Handler) -> Result<()> {
+    let files = Files(open);
     let options = WorkerOptions {
         concurrency: usize::from(args.concurrency),
         lease: args.lease,
@@ -156,10 +162,8 @@ fn work(files: Files, args: WorkArgs) -> Result<()> {
             stopper.stop();
         }
     });
-    let handler =
-        work::CommandHandler { file: args.file.clone(), queue: args.queue.clone(), command: args.command };
     let quiet = args.quiet;
-    let result = worker.run(&handler, &|event| work::report(event, quiet));
+    let result = worker.run(handler, &|event| work::report(event, quiet));
     signal_handle.close();
     let _ = listener.join();
     Ok(result?)

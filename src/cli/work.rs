@@ -94,6 +94,11 @@ impl Handler for CommandHandler {
 }
 
 impl CommandHandler {
+    /// The handler of `ukue work`'s arguments.
+    pub fn of(args: &super::args::WorkArgs) -> CommandHandler {
+        CommandHandler { file: args.file.clone(), queue: args.queue.clone(), command: args.command.clone() }
+    }
+
     fn spawn(&self, job: &Claimed) -> std::io::Result<std::process::Child> {
         Command::new(&self.command[0])
             .args(&self.command[1..])

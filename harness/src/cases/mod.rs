@@ -15,9 +15,11 @@ pub mod fixture;
 pub mod manifest;
 
 mod bad_input;
+mod cli;
 mod compat;
 mod concurrency;
 mod crash;
+mod differential;
 mod durability;
 mod format;
 mod http;
@@ -27,18 +29,22 @@ mod leases;
 mod powerloss;
 mod refusal;
 mod steps;
+mod sweep;
 
 pub use case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
 pub use fixture::source;
 
 /// Every case, in a stable order.
 pub fn all() -> Vec<Case> {
-    let families: [fn() -> Vec<Case>; 13] = [
+    let families: [fn() -> Vec<Case>; 16] = [
         format::cases,
         refusal::cases,
         compat::cases,
         steps::cases,
         bad_input::cases,
+        cli::cases,
+        sweep::cases,
+        differential::cases,
         concurrency::cases,
         crash::cases,
         leases::cases,

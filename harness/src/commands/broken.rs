@@ -1,8 +1,9 @@
 //! `ukue-broken`: a deliberately broken `ukue`: the reference command line
 //! running an edited FORMAT.md, chosen by `UKUE_BROKEN=NAME`
 //! (crate::subjects::broken), with a flawed `serve`
-//! (crate::subjects::broken_serve), or with an `add` of its own
-//! (`ADD_BUGS`). The conformance tests show that the suite fails each one.
+//! (crate::subjects::broken_serve), with an `add` of its own
+//! (`ADD_BUGS`), or with an edit of the command line (`CLI_BUGS`). The
+//! conformance tests show that the suite fails each one.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,13 +11,19 @@ use std::time::Duration;
 
 use clap::Parser;
 use ukue::cli::args::{AddArgs, Cli, Cmd};
-use ukue::OpenOptions;
+use ukue::cli::work::CommandHandler;
+use ukue::worker::{Handler, JobControl, Outcome};
+use ukue::{Claimed, OpenOptions};
 
-use crate::subjects::broken::{self, ServeFlaw};
+use crate::subjects::broken::{self, CliEdit, ServeFlaw};
 use crate::subjects::broken_serve::serve_flawed;
 
 pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
+    if let Some(bug) = broken::cli_bug(&name) {
+        let edit = bug.edit;
+        return main_with(move |command, out| run_edited(command, edit, out));
+    }
     if broken::ADD_BUGS.iter().any(|(bug, _)| *bug == name) {
         // `split-add`: `add` writes its row in two transactions.
         return main_with(|command, out| match command {
@@ -59,6 +66,53 @@ fn main_with(run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> Exi
             eprintln!("ukue {name}: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// The reference's command, with `edit` made where it says.
+fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::Result<()> {
+    let options = OpenOptions::default();
+    match edit {
+        CliEdit::Args(change) => {
+            change(&mut command);
+            ukue::cli::run(command, &options, out)
+        }
+        CliEdit::Job(change) => match command {
+            Cmd::Work(args) => {
+                let inner = CommandHandler::of(&args);
+                ukue::cli::work_with(&options, args, &Edited { inner, job: change, outcome: |o| o })
+            }
+            command => ukue::cli::run(command, &options, out),
+        },
+        CliEdit::Outcome(change) => match command {
+            Cmd::Work(args) => {
+                let inner = CommandHandler::of(&args);
+                ukue::cli::work_with(&options, args, &Edited { inner, job: |_| {}, outcome: change })
+            }
+            command => ukue::cli::run(command, &options, out),
+        },
+        CliEdit::Stdout(change) => {
+            let name = command.name();
+            let mut printed = Vec::new();
+            let result = ukue::cli::run(command, &options, &mut printed);
+            out.write_all(&change(name, printed))?;
+            result
+        }
+    }
+}
+
+/// The reference's handler, with each job and each outcome edited.
+struct Edited {
+    inner: CommandHandler,
+    job: fn(&mut Claimed),
+    outcome: fn(Outcome) -> Outcome,
+}
+
+impl Handler for Edited {
+    fn handle(&self, job: &Claimed, control: &JobControl) -> Outcome {
+        let mut edited = job.clone();
+        (self.job)(&mut edited);
+        (self.outcome)(self.inner.handle(&edited, control))
     }
 }
 

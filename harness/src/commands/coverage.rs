@@ -1,7 +1,8 @@
 //! `ukue-conformance coverage`: every rule of FORMAT.md (each numbered
-//! section, and each MUST or SHOULD sentence) with the cases that check it
-//! and their levels, and the gaps; `--diff OLD NEW` names the rules an
-//! edit changed and the cases to rerun (crate::spec::coverage).
+//! section, and each MUST or SHOULD sentence) and every item of COMMAND.md,
+//! with the cases that check it and their levels, and the gaps; `--diff
+//! OLD NEW` names the rules an edit of either page changed and the cases
+//! to rerun (crate::spec::coverage).
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use clap::Args;
 use super::conformance::{exit, Format};
 use crate::cases;
 use crate::spec::coverage::{self, CaseInfo, Change, Check, Coverage, RuleCoverage};
-use crate::spec::{self, rules::RuleKind};
+use crate::spec::{self, rules::RuleKind, Page};
 
 #[derive(Debug, Args)]
 pub struct CoverageArgs {
@@ -20,12 +21,12 @@ pub struct CoverageArgs {
     pub require_full: bool,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
-    /// Judge this FORMAT.md instead of the one the runner embeds (a page
-    /// being edited)
+    /// Judge this FORMAT.md or COMMAND.md instead of the one the runner
+    /// embeds (a page being edited; which of the two it is, its text says)
     #[arg(long, value_name = "FILE", conflicts_with = "diff")]
     pub spec: Option<PathBuf>,
-    /// The rules that differ between two versions of FORMAT.md, and the
-    /// cases that check each
+    /// The rules that differ between two versions of FORMAT.md (or of
+    /// COMMAND.md), and the cases that check each
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
     pub diff: Option<Vec<PathBuf>>,
 }
@@ -38,36 +39,71 @@ pub fn run(args: CoverageArgs) -> u8 {
     };
     if let Some(paths) = &args.diff {
         let (Ok(old), Ok(new)) = (read(&paths[0]), read(&paths[1])) else { return exit::USAGE };
-        let changes = coverage::diff(&old, &new, spec::CONFORMANCE_MD, &cases);
+        let page = Page::of(&new);
+        let changes = coverage::diff(page, &old, &new, spec::CONFORMANCE_MD, &cases);
         match args.format {
             Format::Json => println!("{}", serde_json::json!({ "changes": changes })),
             Format::Human => print_diff(&changes, &paths[0], &paths[1]),
         }
         return exit::OK;
     }
-    let page = match &args.spec {
+    let edited = match &args.spec {
         Some(path) => match read(path) {
-            Ok(text) => text,
+            Ok(text) => Some(text),
             Err(()) => return exit::USAGE,
         },
-        None => spec::FORMAT_MD.to_string(),
+        None => None,
     };
-    let covered = coverage::coverage(&page, spec::CONFORMANCE_MD, &cases);
-    for problem in &covered.problems {
+    let pages: Vec<Coverage> = Page::ALL
+        .iter()
+        .map(|&page| {
+            let markdown = edited.as_deref().filter(|t| Page::of(t) == page).unwrap_or(page.markdown());
+            coverage::coverage(page, markdown, spec::CONFORMANCE_MD, &cases)
+        })
+        .collect();
+    for problem in pages.iter().flat_map(|c| &c.problems) {
         eprintln!("ukue-conformance coverage: {problem}");
     }
     match args.format {
         Format::Json => {
-            let gaps: Vec<&str> = covered.gaps().map(|r| r.rule.id.as_str()).collect();
-            let explained: Vec<&str> = covered.explained().map(|r| r.rule.id.as_str()).collect();
+            let all = |pick: fn(&Coverage) -> Vec<&RuleCoverage>| -> Vec<&str> {
+                pages.iter().flat_map(pick).map(|r| r.rule.id.as_str()).collect()
+            };
+            let summary: Vec<serde_json::Value> = pages
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "page": c.page, "rules": c.rules.len(), "gaps": c.gaps().count(),
+                        "explained": c.explained().count(),
+                    })
+                })
+                .collect();
+            let rules: Vec<serde_json::Value> = pages
+                .iter()
+                .flat_map(|c| c.rules.iter().map(move |r| (c.page, r)))
+                .map(|(page, r)| {
+                    let mut value = serde_json::json!(r);
+                    value["page"] = serde_json::json!(page);
+                    value
+                })
+                .collect();
+            let problems: Vec<&String> = pages.iter().flat_map(|c| &c.problems).collect();
             let value = serde_json::json!({
-                "rules": covered.rules, "gaps": gaps, "explained": explained, "problems": covered.problems,
+                "pages": summary, "rules": rules, "gaps": all(|c| c.gaps().collect()),
+                "explained": all(|c| c.explained().collect()), "problems": problems,
             });
             println!("{value}");
         }
-        Format::Human => print_coverage(&covered),
+        Format::Human => {
+            for (i, covered) in pages.iter().enumerate() {
+                if i > 0 {
+                    println!();
+                }
+                print_coverage(covered);
+            }
+        }
     }
-    let incomplete = covered.gaps().next().is_some() || !covered.problems.is_empty();
+    let incomplete = pages.iter().any(|c| c.gaps().next().is_some() || !c.problems.is_empty());
     if args.require_full && incomplete {
         exit::FAILURES
     } else {
@@ -88,9 +124,10 @@ fn checked_by(r: &RuleCoverage) -> String {
     if !r.through.is_empty() {
         parts.push(format!("through §{}", r.through.join(", §")));
     }
-    match (&r.note, r.gap) {
-        (Some(note), true) => parts.push(format!("NOT CHECKED from outside: {note}")),
-        (None, true) => parts.push("GAP: no case checks it".to_string()),
+    match (&r.note, r.gap, r.only_should) {
+        (Some(note), true, _) => parts.push(format!("NOT CHECKED from outside: {note}")),
+        (None, true, true) => parts.push("GAP: a must item that only should cases check".to_string()),
+        (None, true, false) => parts.push("GAP: no case checks it".to_string()),
         _ => {}
     }
     parts.join("; ")
@@ -98,11 +135,17 @@ fn checked_by(r: &RuleCoverage) -> String {
 
 fn print_coverage(covered: &Coverage) {
     let sentences = covered.rules.iter().filter(|r| r.rule.kind != RuleKind::Section).count();
-    println!(
-        "FORMAT.md: {} rules ({} sections, {sentences} MUST or SHOULD sentences)\n",
-        covered.rules.len(),
-        covered.rules.len() - sentences
-    );
+    match covered.page {
+        Page::Format => println!(
+            "FORMAT.md: {} rules ({} sections, {sentences} MUST or SHOULD sentences)\n",
+            covered.rules.len(),
+            covered.rules.len() - sentences
+        ),
+        Page::Command => {
+            let must = covered.rules.iter().filter(|r| r.rule.kind == RuleKind::Must).count();
+            println!("COMMAND.md: {} items ({must} must, {} should)\n", sentences, sentences - must);
+        }
+    }
     for r in &covered.rules {
         let name = match r.rule.kind {
             RuleKind::Section => format!("§{} {}", r.rule.id, r.rule.title),
@@ -114,7 +157,8 @@ fn print_coverage(covered: &Coverage) {
     let gaps: Vec<&str> = covered.gaps().map(|r| r.rule.id.as_str()).collect();
     let explained: Vec<&str> = covered.explained().map(|r| r.rule.id.as_str()).collect();
     println!(
-        "\n{} checked, {} not checkable from outside (spec/CONFORMANCE.md says why: {}), {} gaps{}",
+        "\n{}: {} checked, {} not checkable from outside (spec/CONFORMANCE.md says why: {}), {} gaps{}",
+        covered.page.name(),
         covered.rules.len() - gaps.len() - explained.len(),
         explained.len(),
         if explained.is_empty() { "none".to_string() } else { explained.join(", ") },

@@ -355,14 +355,25 @@ fn coverage_section(out: &mut String, reports: &[CaseReport]) {
         .map(|r| coverage::CaseInfo { id: r.id.clone(), rule: section_of(r), level: r.level })
         .collect();
     cases.extend(unknown);
-    let covered = coverage::coverage(spec::FORMAT_MD, spec::CONFORMANCE_MD, &cases);
+    for page in spec::Page::ALL {
+        let covered = coverage::coverage(page, page.markdown(), spec::CONFORMANCE_MD, &cases);
+        coverage_table(out, &covered, &status);
+    }
+}
+
+fn coverage_table(out: &mut String, covered: &coverage::Coverage, status: &BTreeMap<&str, Status>) {
     let gaps = covered.gaps().count();
     let explained = covered.explained().count();
+    let (anchor, what) = match covered.page {
+        spec::Page::Format => ("coverage", "rules (each numbered section, and each MUST or SHOULD sentence)"),
+        spec::Page::Command => ("coverage-command", "items (each with its level, must or should)"),
+    };
     let _ = write!(
         out,
-        "<h2 id=\"coverage\">Coverage of FORMAT.md</h2><p>{} rules (each numbered section, and each MUST or SHOULD sentence): \
+        "<h2 id=\"{anchor}\">Coverage of {}</h2><p>{} {what}: \
          {} checked, {explained} that cannot be checked from outside (spec/CONFORMANCE.md says why), {gaps} gaps. \
          Each case is shown with its status in this run (dashed: not run). <code>ukue-conformance coverage</code> prints the same.</p>",
+        covered.page.name(),
         covered.rules.len(),
         covered.rules.len() - gaps - explained
     );
@@ -409,7 +420,11 @@ fn coverage_section(out: &mut String, reports: &[CaseReport]) {
             let _ = write!(out, "<br><small>{}</small>", inline(note));
         }
         if rc.gap && !rc.explained {
-            out.push_str("<strong>gap: no case checks it</strong>");
+            out.push_str(if rc.only_should {
+                "<strong>gap: a must item that only should cases check</strong>"
+            } else {
+                "<strong>gap: no case checks it</strong>"
+            });
         }
         out.push_str("</td></tr>");
     }
@@ -564,7 +579,7 @@ mod page_tests {
             figures: Default::default(),
             iteration: None,
             rules: vec!["6.3".into()],
-            rule_text: crate::spec::section_text("6.3"),
+            rule_text: crate::spec::rule_text("6.3"),
             timeline,
         }
     }

@@ -1,15 +1,21 @@
-//! Which cases check which rule of FORMAT.md ([`rules`]), and what an edit
-//! of the page changed.
+//! Which cases check which rule of a page of the spec (FORMAT.md's
+//! sections and sentences, [`rules`]; COMMAND.md's items, [`items`]), and
+//! what an edit of a page changed.
 //!
-//! A case checks the section it names (its `rule`). CONFORMANCE.md's table
-//! "Coverage of FORMAT.md" adds what a section number cannot say: the
-//! cases that check each MUST and SHOULD sentence, the sections a case
-//! checks beyond its own, and why a rule that no case checks cannot be
-//! checked from outside. A section with subsections is checked through
-//! them. A rule no case checks is a gap; one whose row says why is an
-//! explained gap.
+//! A case checks the rule it names (its `rule`: a FORMAT.md section or a
+//! COMMAND.md item). CONFORMANCE.md's tables "Coverage of FORMAT.md" and
+//! "Coverage of COMMAND.md" add what that cannot say: the cases that check
+//! each MUST and SHOULD sentence and each item, the rules a case checks
+//! beyond its own, and why a rule that no case checks cannot be checked
+//! from outside. A section with subsections is checked through them. A rule
+//! no case checks is a gap; one whose row says why is an explained gap.
+//! COMMAND.md's items have levels of their own: a `must` item that only
+//! `should` cases check is a gap too (its breach would only warn), and a
+//! `must` case that checks a `should` item is a problem of the table (a
+//! program that skips good practice would fail it).
 //!
 //! [`rules`]: crate::spec::rules
+//! [`items`]: crate::spec::items
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -17,11 +23,14 @@ use std::sync::OnceLock;
 use globset::{Glob, GlobMatcher};
 use serde::Serialize;
 
-use super::rules::{self, Rule, RuleKind};
+use super::rules::{Rule, RuleKind};
+use super::Page;
 use crate::cases::{Case, Level};
 
-/// The heading of CONFORMANCE.md's table.
-pub const TABLE_HEADING: &str = "## Coverage of FORMAT.md";
+/// The heading of CONFORMANCE.md's table for `page`.
+pub fn table_heading(page: Page) -> String {
+    format!("## Coverage of {}", page.name())
+}
 
 /// One row of the table: a rule, the cases (ids or globs) that check it,
 /// and why (or what else).
@@ -32,10 +41,11 @@ pub struct Mapping {
     pub note: Option<String>,
 }
 
-/// The rows of the table in `conformance_md`: `` | `RULE` | `CASE`, `GLOB/*` | why | ``
+/// The rows of `page`'s table in `conformance_md`: `` | `RULE` | `CASE`, `GLOB/*` | why | ``
 /// (no `|` in a cell).
-pub fn mappings(conformance_md: &str) -> Vec<Mapping> {
-    let Some((_, table)) = conformance_md.split_once(TABLE_HEADING) else { return Vec::new() };
+pub fn mappings(conformance_md: &str, page: Page) -> Vec<Mapping> {
+    let heading = format!("{}\n", table_heading(page));
+    let Some((_, table)) = conformance_md.split_once(&heading) else { return Vec::new() };
     let table = table.split("\n## ").next().unwrap_or("");
     table
         .lines()
@@ -57,7 +67,7 @@ pub fn mappings(conformance_md: &str) -> Vec<Mapping> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseInfo {
     pub id: String,
-    /// The section it names.
+    /// The rule it names: a FORMAT.md section or a COMMAND.md item.
     pub rule: String,
     pub level: Level,
 }
@@ -87,8 +97,11 @@ pub struct RuleCoverage {
     /// The table's note: why it cannot be checked from outside, or more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// Nothing checks it.
+    /// Nothing checks it (or, for a `must` item, no `must` case).
     pub gap: bool,
+    /// A `must` item that only `should` cases check.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub only_should: bool,
     /// Nothing checks it, and the table says why.
     pub explained: bool,
 }
@@ -96,6 +109,7 @@ pub struct RuleCoverage {
 /// Every rule of a page and what checks it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Coverage {
+    pub page: Page,
     pub rules: Vec<RuleCoverage>,
     /// What is wrong with the table: a row for a rule the page does not
     /// have, a pattern that matches no case.
@@ -118,15 +132,21 @@ fn matcher(pattern: &str) -> Option<GlobMatcher> {
     Glob::new(pattern).ok().map(|g| g.compile_matcher())
 }
 
-/// Which cases check each rule of `format_md`, by the cases' sections and
-/// the table of `conformance_md`.
-pub fn coverage(format_md: &str, conformance_md: &str, cases: &[CaseInfo]) -> Coverage {
-    let rules = rules::rules(format_md);
-    let mappings = mappings(conformance_md);
+/// Which cases check each rule of `markdown`, a version of `page`, by the
+/// rules the cases name and `page`'s table in `conformance_md`.
+pub fn coverage(page: Page, markdown: &str, conformance_md: &str, cases: &[CaseInfo]) -> Coverage {
+    let rules = page.rules(markdown);
+    let mappings = mappings(conformance_md, page);
     let mut problems = Vec::new();
+    let name = page.name();
+    for c in cases.iter().filter(|c| Page::of_rule(&c.rule) == page) {
+        if !rules.iter().any(|r| r.id == c.rule) {
+            problems.push(format!("case {} names `{}`, which {name} does not have", c.id, c.rule));
+        }
+    }
     for m in &mappings {
         if !rules.iter().any(|r| r.id == m.rule) {
-            problems.push(format!("CONFORMANCE.md maps `{}`, which FORMAT.md does not have", m.rule));
+            problems.push(format!("CONFORMANCE.md maps `{}`, which {name} does not have", m.rule));
         }
         for pattern in &m.cases {
             let matches = matcher(pattern).is_some_and(|g| cases.iter().any(|c| g.is_match(&c.id)));
@@ -142,16 +162,35 @@ pub fn coverage(format_md: &str, conformance_md: &str, cases: &[CaseInfo]) -> Co
             let mapped: Vec<&Mapping> = mappings.iter().filter(|m| m.rule == rule.id).collect();
             let globs: Vec<GlobMatcher> =
                 mapped.iter().flat_map(|m| &m.cases).filter_map(|p| matcher(p)).collect();
-            let checks = cases
+            let checks: Vec<Check> = cases
                 .iter()
-                .filter(|c| {
-                    (rule.kind == RuleKind::Section && c.rule == rule.id)
-                        || globs.iter().any(|g| g.is_match(&c.id))
-                })
+                .filter(|c| c.rule == rule.id || globs.iter().any(|g| g.is_match(&c.id)))
                 .map(|c| Check { id: c.id.clone(), level: c.level })
                 .collect();
             let note = mapped.iter().find_map(|m| m.note.clone());
-            RuleCoverage { rule, cases: checks, through: Vec::new(), note, gap: false, explained: false }
+            let mut only_should = false;
+            if page == Page::Command {
+                let must_cases: Vec<&Check> = checks.iter().filter(|c| c.level == Level::Must).collect();
+                if rule.kind == RuleKind::Should {
+                    for c in must_cases {
+                        problems.push(format!(
+                            "the must case {} checks `{}`, a should item: a program that skips it would fail",
+                            c.id, rule.id
+                        ));
+                    }
+                } else {
+                    only_should = must_cases.is_empty() && !checks.is_empty();
+                }
+            }
+            RuleCoverage {
+                rule,
+                cases: checks,
+                through: Vec::new(),
+                note,
+                gap: false,
+                only_should,
+                explained: false,
+            }
         })
         .collect();
     // Subsections first, so that a section's subsections are settled when
@@ -171,10 +210,10 @@ pub fn coverage(format_md: &str, conformance_md: &str, cases: &[CaseInfo]) -> Co
         r.through.sort_by_key(|id| section_order(id));
     }
     for r in &mut covered {
-        r.gap = r.cases.is_empty() && r.through.is_empty();
+        r.gap = (r.cases.is_empty() && r.through.is_empty()) || r.only_should;
         r.explained = r.gap && r.note.is_some();
     }
-    Coverage { rules: covered, problems }
+    Coverage { page, rules: covered, problems }
 }
 
 /// `5.10` after `5.9`.
@@ -182,20 +221,21 @@ fn section_order(id: &str) -> Vec<u32> {
     id.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
-/// The embedded pages' coverage by the suite's own cases, computed once.
-pub fn suite() -> &'static Coverage {
-    static COVERAGE: OnceLock<Coverage> = OnceLock::new();
+/// The embedded pages' coverage by the suite's own cases, computed once:
+/// FORMAT.md's, then COMMAND.md's.
+pub fn suite() -> &'static [Coverage] {
+    static COVERAGE: OnceLock<Vec<Coverage>> = OnceLock::new();
     COVERAGE.get_or_init(|| {
         let cases: Vec<CaseInfo> = crate::cases::all().iter().map(CaseInfo::from).collect();
-        coverage(super::FORMAT_MD, super::CONFORMANCE_MD, &cases)
+        Page::ALL.iter().map(|&page| coverage(page, page.markdown(), super::CONFORMANCE_MD, &cases)).collect()
     })
 }
 
-/// Every rule `case` checks: its section first, then the rules the table
-/// maps to it.
+/// Every rule `case` checks: the one it names first, then the rules the
+/// tables map to it (FORMAT.md's, then COMMAND.md's).
 pub fn rules_of(case: &Case) -> Vec<String> {
     let mut ids = vec![case.rule.to_string()];
-    for r in &suite().rules {
+    for r in suite().iter().flat_map(|c| &c.rules) {
         if r.rule.id != case.rule && r.cases.iter().any(|c| c.id == case.id) {
             ids.push(r.rule.id.clone());
         }
@@ -228,13 +268,19 @@ pub struct RuleChange {
     pub cases: Vec<Check>,
 }
 
-/// The rules that differ between two versions of FORMAT.md, each with the
+/// The rules that differ between two versions of `page`, each with the
 /// cases that check it (by the table in `conformance_md`): for a changed
 /// or added rule its checks on the new page, for a removed one those it
 /// had on the old.
-pub fn diff(old_md: &str, new_md: &str, conformance_md: &str, cases: &[CaseInfo]) -> Vec<RuleChange> {
-    let old = coverage(old_md, conformance_md, cases);
-    let new = coverage(new_md, conformance_md, cases);
+pub fn diff(
+    page: Page,
+    old_md: &str,
+    new_md: &str,
+    conformance_md: &str,
+    cases: &[CaseInfo],
+) -> Vec<RuleChange> {
+    let old = coverage(page, old_md, conformance_md, cases);
+    let new = coverage(page, new_md, conformance_md, cases);
     let find = |c: &Coverage, id: &str| c.rules.iter().find(|r| r.rule.id == id).cloned();
     let same = |a: &str, b: &str| a.split_whitespace().eq(b.split_whitespace());
     let mut changes = Vec::new();
@@ -292,7 +338,7 @@ mod tests {
 
     #[test]
     fn the_table_maps_sentences_and_explains_gaps() {
-        let rows = mappings(TABLE);
+        let rows = mappings(TABLE, Page::Format);
         assert_eq!(rows.len(), 2, "rows after the table's section are not its: {rows:?}");
         assert_eq!(rows[0].cases, ["mode/*"]);
         assert_eq!(rows[1].note.as_deref(), Some("a table about the page, not a program"));
@@ -300,8 +346,8 @@ mod tests {
 
     #[test]
     fn rules_are_checked_by_their_sections_cases_the_table_and_subsections() {
-        let cases = [case("file/sqlite", "1.1"), case("mode/wal", "1.2"), case("mode/first", "9.9")];
-        let c = coverage(PAGE, TABLE, &cases);
+        let cases = [case("file/sqlite", "1.1"), case("mode/wal", "1.2"), case("mode/first", "1.2")];
+        let c = coverage(Page::Format, PAGE, TABLE, &cases);
         let of = |id: &str| c.rules.iter().find(|r| r.rule.id == id).unwrap();
         assert_eq!(of("1.1").cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["file/sqlite"]);
         let wal: Vec<&str> =
@@ -311,7 +357,12 @@ mod tests {
         assert_eq!(ids(c.gaps()), ["1.2/must-not-change-it", "2", "2.1"]);
         assert_eq!(ids(c.explained()), ["3"]);
         assert!(c.problems.is_empty(), "{:?}", c.problems);
-        let stale = coverage(PAGE, &TABLE.replace("`mode/*`", "`gone/*`").replace("`3`", "`4`"), &cases);
+        let stale = coverage(
+            Page::Format,
+            PAGE,
+            &TABLE.replace("`mode/*`", "`gone/*`").replace("`3`", "`4`"),
+            &cases,
+        );
         assert_eq!(stale.problems.len(), 2, "{:?}", stale.problems);
     }
 
@@ -322,7 +373,7 @@ mod tests {
             .replace("A file is SQLite.", "A file is a SQLite 3 database.")
             .replace("It MUST NOT change it.", "It MUST NOT ever change it.")
             .replace("set WAL mode first", "set WAL mode at once");
-        let changes = diff(PAGE, &new, TABLE, &cases);
+        let changes = diff(Page::Format, PAGE, &new, TABLE, &cases);
         let found: Vec<(&str, Change, Vec<&str>)> = changes
             .iter()
             .map(|c| (c.id.as_str(), c.change, c.cases.iter().map(|c| c.id.as_str()).collect()))
@@ -338,17 +389,53 @@ mod tests {
                 ("1.2/must-not-change-it", Change::Removed, vec![]),
             ]
         );
-        assert!(diff(PAGE, PAGE, TABLE, &cases).is_empty());
+        assert!(diff(Page::Format, PAGE, PAGE, TABLE, &cases).is_empty());
+    }
+
+    const ITEMS: &str = "# C\n\n## 1. Add\n\n- `add.id` (must): prints the id.\n\
+        - `add.stdin` (must): reads stdin.\n- `add.tidy` (should): leaves nothing.\n\
+        - `add.lock` (must): waits.\n";
+
+    const ITEM_TABLE: &str = "# C\n\n## Coverage of COMMAND.md\n\n| item | cases | why |\n|---|---|---|\n\
+        | `add.stdin` | `add/stdin-warn` | |\n| `add.tidy` | `add/prints` | |\n\
+        | `add.lock` | | a lock no test can hold |\n";
+
+    #[test]
+    fn items_have_levels_a_must_item_needs_a_must_case_and_a_must_case_no_should_item() {
+        let cases = [
+            case("add/prints", "add.id"),
+            CaseInfo { level: Level::Should, ..case("add/stdin-warn", "add.stdin") },
+            case("add/other", "add.nope"),
+        ];
+        let c = coverage(Page::Command, ITEMS, ITEM_TABLE, &cases);
+        let of = |id: &str| c.rules.iter().find(|r| r.rule.id == id).unwrap();
+        assert_eq!(of("add.id").cases, [Check { id: "add/prints".into(), level: Level::Must }]);
+        assert!(of("add.stdin").only_should && of("add.stdin").gap, "checked only at should level");
+        assert_eq!(ids(c.gaps()), ["add.stdin"]);
+        assert_eq!(ids(c.explained()), ["add.lock"]);
+        assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
+        assert!(
+            c.problems[0].contains("add/other") && c.problems[0].contains("add.nope"),
+            "{:?}",
+            c.problems
+        );
+        assert!(
+            c.problems[1].contains("add/prints") && c.problems[1].contains("add.tidy"),
+            "{:?}",
+            c.problems
+        );
     }
 
     #[test]
     fn the_suites_coverage_has_no_gap_the_table_does_not_explain() {
-        let c = suite();
-        assert!(c.problems.is_empty(), "{:?}", c.problems);
-        let gaps: Vec<&str> = ids(c.gaps());
-        assert!(
-            gaps.is_empty(),
-            "rules of FORMAT.md that no case checks and CONFORMANCE.md does not explain: {gaps:?}"
-        );
+        for c in suite() {
+            assert!(c.problems.is_empty(), "{:?}", c.problems);
+            let gaps: Vec<&str> = ids(c.gaps());
+            assert!(
+                gaps.is_empty(),
+                "rules of {} that no case checks and CONFORMANCE.md does not explain: {gaps:?}",
+                c.page.name()
+            );
+        }
     }
 }

@@ -1,11 +1,14 @@
 //! Deliberately broken ukue programs, to show that the suite catches
-//! bugs. Each is the reference running an edited FORMAT.md; `ukue-broken`
-//! (the command line) and `ukue-driver` (a step driver) pick the edit
-//! named by the `UKUE_BROKEN` variable (crate::commands).
+//! bugs. Each is the reference running an edited FORMAT.md ([`BUGS`]), or
+//! the reference's command line with one edit of its own ([`CLI_BUGS`]);
+//! `ukue-broken` (the command line) and `ukue-driver` (a step driver) pick
+//! the edit named by the `UKUE_BROKEN` variable (crate::commands).
 
 use std::sync::Arc;
 
-use ukue::{Spec, Stmt};
+use ukue::cli::args::Cmd;
+use ukue::worker::Outcome;
+use ukue::{Claimed, Spec, Stmt};
 
 /// A no-op that returns no rows and binds nothing (SQLite ignores
 /// unknown pragmas).
@@ -246,13 +249,73 @@ pub const STEP_BUGS: &[&str] = &[
     "no-renew",
 ];
 
+/// A bug of the command line (spec/COMMAND.md) that no statement of
+/// FORMAT.md makes: `ukue-broken` runs the reference's command line with
+/// this one edit.
+pub struct CliBug {
+    pub name: &'static str,
+    /// The COMMAND.md item it breaks, and how.
+    pub what: &'static str,
+    pub edit: CliEdit,
+}
+
+/// Where a [`CliBug`] edits the reference's command line.
+#[derive(Clone, Copy)]
+pub enum CliEdit {
+    /// The parsed command line, before the command runs (a flag ignored is
+    /// a flag set back to its default).
+    Args(fn(&mut Cmd)),
+    /// Each job, as `work` hands it to its command (its payload on stdin,
+    /// its id and attempt in the environment).
+    Job(fn(&mut Claimed)),
+    /// What `work` makes of the end of a job's command.
+    Outcome(fn(Outcome) -> Outcome),
+    /// What a command (`list`, `show`…, named first) prints on stdout.
+    Stdout(fn(&str, Vec<u8>) -> Vec<u8>),
+}
+
+pub const CLI_BUGS: &[CliBug] = &[
+    CliBug {
+        name: "serial-work",
+        what: "work.concurrency: `work --concurrency N` runs one command at a time",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.concurrency = 1;
+            }
+        }),
+    },
+    CliBug {
+        name: "no-grace",
+        what: "work.stop: on SIGTERM `work` stops its running commands at once, as if `--grace 0`",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.grace = std::time::Duration::ZERO;
+            }
+        }),
+    },
+    CliBug {
+        name: "short-stdin",
+        what: "work.stdin: `work` hands a command only the first 4 KiB of a larger payload on its stdin",
+        edit: CliEdit::Job(|job| job.payload.truncate(4096)),
+    },
+];
+
 pub fn bug(name: &str) -> Option<&'static Bug> {
     BUGS.iter().find(|b| b.name == name)
 }
 
+pub fn cli_bug(name: &str) -> Option<&'static CliBug> {
+    CLI_BUGS.iter().find(|b| b.name == name)
+}
+
 /// Every bug's name, for a message: `reversed-priority, finish-without-token, …`.
 pub fn names() -> String {
-    BUGS.iter().map(|b| b.name).chain(ADD_BUGS.iter().map(|(name, _)| *name)).collect::<Vec<_>>().join(", ")
+    BUGS.iter()
+        .map(|b| b.name)
+        .chain(ADD_BUGS.iter().map(|(name, _)| *name))
+        .chain(CLI_BUGS.iter().map(|b| b.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is
@@ -279,6 +342,19 @@ mod tests {
     fn every_step_bug_is_a_bug() {
         for name in super::STEP_BUGS {
             assert!(super::bug(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn bug_names_are_unique() {
+        let mut names: Vec<&str> = super::names().leak().split(", ").collect();
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all, "a bug name used twice");
+        for bug in super::CLI_BUGS {
+            let item = bug.what.split(':').next().unwrap_or_default();
+            assert!(crate::spec::title(item).is_some(), "{}: COMMAND.md has no item {item}", bug.name);
         }
     }
 

@@ -46,7 +46,7 @@ pub mod worker;
 
 use std::path::PathBuf;
 
-/// A program with the ukue command line (shared/ukue-contract.md), or the
+/// A program with the ukue command line (spec/COMMAND.md), or the
 /// subset of it that add_job.py offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subject {

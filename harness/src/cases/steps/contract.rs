@@ -1,4 +1,4 @@
-//! Formats of the contract (shared/ukue-contract.md): the JSON of a job
+//! Formats of the contract (spec/COMMAND.md): the JSON of a job
 //! and of the counts, times in RFC 3339, payloads in base64.
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -114,7 +114,7 @@ pub(super) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
 }
 
 /// What the published command prints where the reference prints otherwise
-/// (shared/ukue-contract.md): `""` for a job that never failed, and
+/// (spec/COMMAND.md): `""` for a job that never failed, and
 /// `delayed` as the state of a ready job whose run_at is still ahead.
 fn published_variant(key: &str, got: &Value, r: &Row) -> bool {
     match key {

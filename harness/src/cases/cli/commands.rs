@@ -1,0 +1,5 @@
+use crate::cases::Case;
+
+pub fn cases() -> Vec<Case> {
+    Vec::new()
+}
