@@ -1,6 +1,7 @@
-//! `ukue-conformance coverage`: the real FORMAT.md has no rule that no case
-//! checks and CONFORMANCE.md does not explain; an edited page shows which
-//! rules changed, which lost their check, and what to rerun.
+//! `ukue-conformance coverage`: the real FORMAT.md and COMMAND.md have no
+//! rule that no case checks and CONFORMANCE.md does not explain; an edited
+//! page of either shows which rules changed, which lost their check, and
+//! what to rerun.
 
 mod support;
 
@@ -23,17 +24,84 @@ fn the_real_page_is_covered_but_for_what_conformance_md_explains() {
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["gaps"], serde_json::json!([]));
+    let rules = json["rules"].as_array().unwrap();
+    let explained = |page: &str| -> Vec<&str> {
+        let on_page = |id: &str| rules.iter().any(|r| r["id"] == id && r["page"] == page);
+        json["explained"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|id| id.as_str())
+            .filter(|id| on_page(id))
+            .collect()
+    };
     assert_eq!(
-        json["explained"],
-        serde_json::json!(["1.4/should-go-through-ukue-serve", "6.3/should-carry-its-own-check", "8"]),
+        explained("FORMAT.md"),
+        ["1.4/should-go-through-ukue-serve", "6.3/should-carry-its-own-check", "8"],
         "advice to deployers and applications, and §8, about the page itself"
     );
-    let rules = json["rules"].as_array().unwrap();
+    let pages: Vec<&str> =
+        json["pages"].as_array().unwrap().iter().map(|p| p["page"].as_str().unwrap()).collect();
+    assert_eq!(pages, ["FORMAT.md", "COMMAND.md"]);
+    let items = rules.iter().filter(|r| r["page"] == "COMMAND.md").count();
+    assert!(items > 100, "COMMAND.md's items are rules too: {items}");
     let rule = |id: &str| rules.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}"));
     let token = rule("5.4/must-be-a-fresh-random");
     assert_eq!(token["kind"], "must");
     assert_eq!(token["cases"], serde_json::json!([{"id": "steps/claim-token-fresh", "level": "must"}]));
     assert!(rule("5").get("through").is_some(), "a section is checked through its subsections");
+    let concurrency = rule("work.concurrency");
+    assert_eq!((concurrency["kind"].as_str(), concurrency["section"].as_str()), (Some("must"), Some("5")));
+    assert!(
+        concurrency["cases"].as_array().unwrap().iter().any(|c| c["level"] == "must"),
+        "a must item is checked by a must case: {concurrency}"
+    );
+}
+
+/// COMMAND.md's items carry their ids on the page: an edited item keeps
+/// its id (rerun its cases), a new one is a gap until CONFORMANCE.md maps
+/// it, and a removed one loses the checks it had.
+#[test]
+fn a_diff_of_an_edited_command_page_names_changed_added_and_removed_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = ukue_harness::spec::COMMAND_MD;
+    let edited = old
+        .replacen("lists only jobs with a larger id", "lists only jobs with a greater id", 1)
+        .replacen(
+            "- `version.output` (must):",
+            "- `version.flag` (must): `ukue --version` does the same.\n- `version.output` (must):",
+            1,
+        )
+        .replacen("- `purge.queue` (must): `--queue Q` purges only queue Q's jobs.\n", "", 1);
+    assert_ne!(edited, old);
+    let (old_path, new_path) = (dir.path().join("OLD.md"), dir.path().join("NEW.md"));
+    std::fs::write(&old_path, old).unwrap();
+    std::fs::write(&new_path, &edited).unwrap();
+    let (o, n) = (old_path.to_str().unwrap(), new_path.to_str().unwrap());
+    let (code, stdout, stderr) = coverage(&["--diff", o, n, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let changes: Vec<(&str, &str, usize)> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (c["id"].as_str().unwrap(), c["change"].as_str().unwrap(), c["cases"].as_array().unwrap().len())
+        })
+        .collect();
+    let find =
+        |id: &str| *changes.iter().find(|c| c.0 == id).unwrap_or_else(|| panic!("{id} not in {changes:?}"));
+    assert_eq!(changes.len(), 3, "{changes:?}");
+    let after = find("list.after");
+    assert!(after.1 == "changed" && after.2 > 0, "{after:?}");
+    assert_eq!(find("version.flag"), ("version.flag", "added", 0));
+    let removed = find("purge.queue");
+    assert!(removed.1 == "removed" && removed.2 > 0, "its cases lose their item: {removed:?}");
+    let (_, human, _) = coverage(&["--diff", o, n]);
+    assert!(human.contains("+ ") && human.contains("a greater id"), "{human}");
+    let (code, stdout, _) = coverage(&["--spec", n, "--require-full"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("version.flag") && stdout.contains("GAP"), "{stdout}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! run was, the table by family and level and the replay commands; then a
 //! section for each case that did not pass, with the FORMAT.md text of its
 //! rule, what was expected and seen, and its timeline; the passing cases,
-//! collapsed; and the coverage of FORMAT.md by the cases of this run.
+//! collapsed; and the coverage of FORMAT.md and COMMAND.md by the cases of
+//! this run.
 //!
 //! It is made from the [`CaseReport`]s alone (and the embedded spec), so
 //! that `merge --html` makes the same page from the shards' JSON.
@@ -601,5 +602,21 @@ mod page_tests {
             !html.contains("http://") && !html.contains("https://") && !html.contains(" src="),
             "nothing fetched"
         );
+    }
+}
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::*;
+
+    #[test]
+    fn the_page_covers_both_pages_of_the_spec_with_each_case_and_its_status() {
+        let html = page(&[], Duration::from_secs(1), &[RunInfo::default()]);
+        assert!(html.contains("<h2 id=\"coverage\">Coverage of FORMAT.md</h2>"));
+        assert!(html.contains("<h2 id=\"coverage-command\">Coverage of COMMAND.md</h2>"));
+        assert!(html.contains("data-rule=\"5.4/must-be-a-fresh-random\""), "a sentence of FORMAT.md");
+        let row = html.split("data-rule=\"list.json\"").nth(1).expect("the item list.json has its row");
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(row.contains("steps/list-json") && row.contains("not run"), "{row}");
     }
 }
