@@ -6,6 +6,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::{finding, Finding};
+use crate::shown::Shown;
 use crate::subjects::observe::file::open_read_only;
 
 /// Checks a ukue file on a read-only connection.
@@ -56,7 +57,7 @@ pub fn partly_written(path: &Path, known: &std::collections::HashSet<String>) ->
                 finding(
                     "partly written",
                     Some(id),
-                    format!("holds the payload {payload:?}, which no add had"),
+                    format!("holds the payload {}, which no add had", payload.shown()),
                 )
             })
             .collect(),
