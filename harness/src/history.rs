@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use crate::shown::{rfc3339, time_or_null, Shown};
 use crate::subjects::observe::file::open_read_only;
 use crate::subjects::probe::{Record, RecordKind};
 
@@ -58,6 +59,26 @@ pub struct Execution {
     /// The lease's end as the run last saw it (at its end if it still held
     /// the job then, else at its start).
     pub lease_until: Option<i64>,
+}
+
+/// A run on one line, for a failure, in the contract's terms.
+impl Shown for Execution {
+    fn shown(&self) -> String {
+        format!(
+            "job {} attempt {}/{} (pid {}, worker {}, start {}, end {}, exit {}, payload {}, token {}, lease_until {})",
+            self.job,
+            self.attempt,
+            self.max_attempts,
+            self.pid,
+            self.worker_pid,
+            rfc3339(self.start_ms),
+            time_or_null(self.end_ms),
+            self.exit.shown(),
+            self.payload.shown(),
+            self.token.shown(),
+            time_or_null(self.lease_until)
+        )
+    }
 }
 
 /// The identity of one run in a case: its job, attempt and probe pid.

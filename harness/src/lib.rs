@@ -53,6 +53,9 @@ pub mod explore;
 /// The runner: each case in a fresh directory, in parallel, bounded by a timeout.
 pub mod runner;
 
+/// Values in the contract's terms (`null`, RFC 3339 times, JSON strings), as every failure and finding shows them.
+pub mod shown;
+
 /// Report: a case's outcome for a person, for machines (JSON), for CI (JUnit) and for a browser (HTML), with its history's timeline.
 pub mod report;
 

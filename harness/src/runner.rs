@@ -111,6 +111,14 @@ pub struct RunInfo {
     /// What `IMPLEMENTATION version` printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implementation_version: Option<String>,
+    /// The interpreter the implementation runs by, when it is a Python
+    /// script run as `PYTHON SCRIPT` (its `#!` line's Python, resolved once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation_interpreter: Option<String>,
+    /// The Python that runs add_job.py, the Python step driver and
+    /// http_worker.py, resolved once at the start; None without Python.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
     pub reference: String,
     /// `ukue-conformance VERSION`.
     pub runner: String,

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::ensure;
+use crate::shown::{text, Shown};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, read, rows_as_text};
 
@@ -126,9 +127,9 @@ fn expect_rejected(ctx: &Ctx, args: &[String], on: &str) -> Result<(), Failure> 
         Some(0) => Err(Failure::fail(
             expected,
             format!(
-                "it succeeded (exit status 0; stdout: {:?}; stderr: {:?})",
-                clip(String::from_utf8_lossy(&out.stdout).trim()),
-                clip(stderr.trim())
+                "it succeeded (exit status 0; stdout: {}; stderr: {})",
+                text(&clip(String::from_utf8_lossy(&out.stdout).trim())),
+                text(&clip(stderr.trim()))
             ),
         )),
         Some(_) => Err(Failure::fail(expected, common::outcome(&out))),
@@ -165,7 +166,7 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, left: Left
         LeftBehind::Nothing => ensure!(
             new.is_empty(),
             format!("`{}` (on a path that does not exist) to make no file", shown(ctx, template)),
-            format!("new files in the directory: {new:?}")
+            format!("new files in the directory: {}", new.shown())
         ),
         LeftBehind::NoJob if missing.exists() => ensure!(
             job_count(&missing)? == 0,
@@ -195,7 +196,7 @@ fn reject(ctx: &mut Ctx, template: &[&str], control: Option<&[&str]>, left: Left
             ensure!(
                 now == jobs,
                 format!("`{}` to add no job and change none", shown(ctx, template)),
-                format!("the jobs were {jobs:?}, now {now:?}")
+                format!("the jobs were {}, now {}", jobs.shown(), now.shown())
             );
         }
     }
@@ -253,7 +254,7 @@ fn attempts_0(ctx: &mut Ctx) -> CaseResult {
             ensure!(
                 max == [10],
                 "`add --attempts 0`, when it succeeds, to add one job with the default max_attempts 10",
-                format!("max_attempts {max:?}")
+                format!("max_attempts {}", max.shown())
             );
             Ok(())
         }
@@ -261,7 +262,7 @@ fn attempts_0(ctx: &mut Ctx) -> CaseResult {
             ensure!(
                 jobs.is_empty(),
                 "`add --attempts 0`, when it is rejected, to add no job",
-                format!("jobs {jobs:?}")
+                format!("jobs {}", jobs.shown())
             );
             Ok(())
         }
@@ -319,8 +320,8 @@ fn queue_200_accepted(ctx: &mut Ctx) -> CaseResult {
         listed == [queue.as_str()],
         "`list --json` to show one job in the queue of 200 × 'é'",
         format!(
-            "queues {:?} in {}",
-            listed.iter().map(|q| format!("{} chars", q.chars().count())).collect::<Vec<_>>(),
+            "queues [{}] in {}",
+            listed.iter().map(|q| format!("{} chars", q.chars().count())).collect::<Vec<_>>().join(", "),
             clip(&list.to_string())
         )
     );

@@ -138,7 +138,9 @@ macro_rules! ensure {
     };
 }
 
-/// Fails the case unless the two are equal, showing both.
+/// Fails the case unless the two are equal, showing both in the
+/// contract's terms ([`Shown`](crate::shown::Shown); a time in milliseconds
+/// as a [`Time`](crate::shown::Time)).
 #[macro_export]
 macro_rules! ensure_eq {
     ($seen:expr, $expected:expr, $what:expr $(,)?) => {{
@@ -146,8 +148,8 @@ macro_rules! ensure_eq {
         let expected = $expected;
         if seen != expected {
             return Err($crate::cases::Failure::fail(
-                format!("{}: {:?}", $what, expected),
-                format!("{}: {:?}", $what, seen),
+                format!("{}: {}", $what, $crate::shown::Shown::shown(&expected)),
+                format!("{}: {}", $what, $crate::shown::Shown::shown(&seen)),
             ));
         }
     }};

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::shown::Shown;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{read, state_and_attempts, write};
 use crate::subjects::worker::drain;
@@ -142,13 +143,13 @@ fn accept_fixture(ctx: &mut Ctx, entry: &CompatEntry) -> CaseResult {
         .meta
         .iter()
         .filter(|(key, value)| after.meta.get(*key) != Some(*value))
-        .map(|(key, value)| format!("{key} = {value:?} is now {:?}", after.meta.get(key)))
+        .map(|(key, value)| format!("{key} = {} is now {}", value.shown(), after.meta.get(key).shown()))
         .collect();
     ensure!(lost.is_empty(), format!("every ukue_meta row of {name} kept"), lost.join("\n"));
     ensure_eq!(
         after.app_rows,
         before.app_rows,
-        "rows in each of the application's tables (None: the table is gone)"
+        "rows in each of the application's tables (null: the table is gone)"
     );
     Ok(())
 }
@@ -181,8 +182,8 @@ fn worked(ctx: &mut Ctx, file: &Path, jobs: i64, about: &str) -> CaseResult {
         Ok(seen) if seen == expected => {}
         Ok(seen) => {
             return Err(Failure::fail(
-                format!("`list --json` to show the jobs (queue, payload) {expected:?} ({about})"),
-                format!("{seen:?}"),
+                format!("`list --json` to show the jobs (queue, payload) {} ({about})", expected.shown()),
+                seen.shown(),
             ));
         }
         Err(problem) => {
@@ -236,7 +237,7 @@ fn page_size_and_encoding(ctx: &mut Ctx) -> CaseResult {
     if made != (1024, "UTF-16le".to_string()) {
         return Err(Failure::error(
             "the harness to make a file of 1024-byte pages in UTF-16le",
-            format!("{made:?}"),
+            made.shown(),
         ));
     }
     worked(ctx, &file, 3, "a file of 1024-byte pages in UTF-16le")?;

@@ -31,6 +31,7 @@ use rusqlite::OptionalExtension;
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::{self, Excuse, Finding};
 use crate::history::{Added, Execution, History, UnknownAdd, WorkerEventKind};
+use crate::shown::text;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{end_backoffs, read};
 use crate::subjects::observe::strace::printed_id;
@@ -559,7 +560,7 @@ fn cut_loop(
                 stop.set();
                 return Err(Failure::fail(
                     format!("`{} add` (not killed) to print the new id", cutter.who.name),
-                    format!("it ended ({status}) and printed {:?}", clip(&out)),
+                    format!("it ended ({status}) and printed {}", text(&clip(&out))),
                 ));
             }
         }

@@ -12,6 +12,7 @@ use nix::sys::signal::Signal;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::durability::{self, Seen, Sighting};
+use crate::shown::text;
 use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
 use crate::subjects::observe::strace::{self, command, Invocation};
 use crate::subjects::worker::probe_log;
@@ -65,7 +66,7 @@ fn add_acknowledged_after_sync(ctx: &mut Ctx) -> CaseResult {
     let id = strace::printed_id(&stdout).ok_or_else(|| {
         Failure::error(
             format!("{} add to print the new id alone on a line", subject.name),
-            format!("{:?}", clip(&stdout)),
+            text(&clip(&stdout)),
         )
     })?;
     let sightings = read_trace(&trace, Some(&run.stdout))?;

@@ -4,6 +4,7 @@
 use rusqlite::Connection;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::shown::Shown;
 use crate::spec::FORMAT_MD;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::read;
@@ -58,7 +59,11 @@ fn journal_mode(ctx: &mut Ctx) -> CaseResult {
     // The header bytes 18 and 19 say WAL (2) without opening a connection.
     let bytes = std::fs::read(&file)?;
     ensure!(bytes.len() >= 100, "a SQLite header", format!("{} bytes", bytes.len()));
-    ensure_eq!((bytes[18], bytes[19]), (2, 2), "file format write/read version bytes (2 = WAL)");
+    ensure_eq!(
+        (i64::from(bytes[18]), i64::from(bytes[19])),
+        (2, 2),
+        "file format write/read version bytes (2 = WAL)"
+    );
     Ok(())
 }
 
@@ -74,11 +79,11 @@ fn meta_keys(ctx: &mut Ctx) -> CaseResult {
     };
     let version = get("format_version")?;
     ensure_eq!(version.as_deref(), Some("1"), "format_version");
-    let created_at = get("created_at")?.unwrap_or_default();
-    let ms: i64 = created_at.parse().unwrap_or(-1);
-    ensure!(ms > 1_500_000_000_000, "created_at as milliseconds since 1970", format!("{created_at:?}"));
-    let by = get("created_by")?.unwrap_or_default();
-    ensure!(!by.trim().is_empty(), "created_by naming the program", format!("{by:?}"));
+    let created_at = get("created_at")?;
+    let ms: i64 = created_at.as_deref().and_then(|t| t.parse().ok()).unwrap_or(-1);
+    ensure!(ms > 1_500_000_000_000, "created_at as milliseconds since 1970", created_at.shown());
+    let by = get("created_by")?;
+    ensure!(by.as_deref().is_some_and(|b| !b.trim().is_empty()), "created_by naming the program", by.shown());
     Ok(())
 }
 
@@ -253,7 +258,7 @@ fn indexes(ctx: &mut Ctx) -> CaseResult {
     ensure!(
         missing.is_empty(),
         "the four indexes of FORMAT.md §3.2 (the published command creates them with the tables)",
-        format!("missing or different: {missing:?}; the file has {seen:?}")
+        format!("missing or different: {}; the file has {}", missing.shown(), seen.shown())
     );
     Ok(())
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::ensure;
 use crate::history::Added;
+use crate::shown::Shown;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::write;
 use crate::subjects::worker::drain;
@@ -105,7 +106,7 @@ fn check_ids(file: &Path, added: &[Added]) -> CaseResult {
     ensure!(
         seen == printed,
         "the file to hold the added jobs under the ids printed, with their payloads",
-        format!("printed {printed:?}\nin the file {seen:?}")
+        format!("printed {}\nin the file {}", printed.shown(), seen.shown())
     );
     Ok(())
 }
@@ -139,7 +140,7 @@ fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
     ensure!(
         added.iter().map(|a| a.payload.as_str()).eq(texts),
         "two jobs inserted by SQL",
-        format!("{added:?}")
+        added.iter().map(|a| (a.job, a.payload.as_str())).collect::<Vec<_>>().shown()
     );
     for a in &added {
         let id = a.job.to_string();
@@ -147,8 +148,8 @@ fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
         ensure!(
             job.get("payload").and_then(Value::as_str) == Some(a.payload.as_str()),
             format!(
-                "`show {id} --json` to give \"payload\": {:?} (the TEXT payload as its UTF-8 bytes)",
-                a.payload
+                "`show {id} --json` to give \"payload\": {} (the TEXT payload as its UTF-8 bytes)",
+                a.payload.shown()
             ),
             clip(&job.to_string())
         );

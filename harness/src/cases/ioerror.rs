@@ -19,6 +19,7 @@ use nix::sys::signal::Signal;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::file::invariants;
+use crate::shown::text;
 use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
 use crate::subjects::observe::file::job_count;
 use crate::subjects::observe::strace::{self, Invocation, SYNCS, WRITES};
@@ -235,7 +236,7 @@ fn add_faults(ctx: &mut Ctx, fault: Fault) -> CaseResult {
                 _ => {
                     return Err(Failure::fail(
                         format!("add with {what} to print its id and exit 0, or to print nothing and exit non-zero with a message on stderr"),
-                        format!("{}; stdout {:?}", common::outcome(&out), clip(&String::from_utf8_lossy(&out.stdout))),
+                        format!("{}; stdout {}", common::outcome(&out), text(&clip(&String::from_utf8_lossy(&out.stdout)))),
                     ))
                 }
             }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check;
 use crate::history::{Added, Execution};
+use crate::shown::Shown;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{end_backoffs, job_count, read, state_and_attempts, write};
 use crate::subjects::probe::now_ms;
@@ -71,7 +72,7 @@ fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
         let row = state_and_attempts(&read(&file)?, job)?;
         return Err(Failure::fail(
             "the job to finish within 30 s, its lease renewed",
-            format!("the job is now {row:?}"),
+            format!("the job is now (state, attempts) {} (null: gone)", row.shown()),
         ));
     }
     let history =

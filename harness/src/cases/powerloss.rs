@@ -26,6 +26,7 @@ use rusqlite::Connection;
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::check::crash_states::{self, Sampling};
 use crate::check::{self, file::invariants_of};
+use crate::shown::text;
 use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
 use crate::subjects::observe::file::job_count;
 use crate::subjects::observe::recording::{self, place, Effect, FileKind, Images, Recorded};
@@ -111,10 +112,7 @@ fn python_driver_adds(ctx: &mut Ctx) -> CaseResult {
     let (stdout, stream) = run_script(ctx, &run, &script)?;
     let printed = strace::acknowledged_ids(&stdout);
     if printed.len() != 4 {
-        return Err(Failure::error(
-            "4 ids in the driver's answers to 4 adds",
-            format!("{:?}", clip(&stdout)),
-        ));
+        return Err(Failure::error("4 ids in the driver's answers to 4 adds", text(&clip(&stdout))));
     }
     check_states(ctx, &run, &printed, &stream, None)
 }
@@ -136,7 +134,7 @@ fn adds(ctx: &mut Ctx, who: &Subject, n: usize) -> CaseResult {
     let (stdout, stream) = run_script(ctx, &run, &script)?;
     let printed = strace::acknowledged_ids(&stdout);
     if printed.len() != n {
-        return Err(Failure::error(format!("{n} ids printed by {n} adds"), format!("{:?}", clip(&stdout))));
+        return Err(Failure::error(format!("{n} ids printed by {n} adds"), text(&clip(&stdout))));
     }
     check_states(ctx, &run, &printed, &stream, None)
 }

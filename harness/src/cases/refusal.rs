@@ -13,6 +13,7 @@ use std::path::Path;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::ensure_eq;
+use crate::shown::{text, Shown};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, read};
 use crate::subjects::worker::probe_log;
@@ -118,8 +119,9 @@ fn expect_refused(
     let newer = entry.is_some_and(|e| e.error == "newer_version");
     if let Some(entry) = entry {
         expected.push_str(&format!(
-            "\n(the file: {}; a good message says {:?})",
-            entry.why, entry.message_contains
+            "\n(the file: {}; a good message says {})",
+            entry.why,
+            text(&entry.message_contains)
         ));
     }
     let out = common::run_to_refusal(ctx, who, &args, &expected, "refuse the file")?;
@@ -128,8 +130,8 @@ fn expect_refused(
     match out.status.code() {
         Some(1) => {}
         Some(0) => problems.push(format!(
-            "it succeeded (exit status 0; stdout: {:?})",
-            clip(String::from_utf8_lossy(&out.stdout).trim())
+            "it succeeded (exit status 0; stdout: {})",
+            text(&clip(String::from_utf8_lossy(&out.stdout).trim()))
         )),
         Some(2) => {
             problems.push("exit status 2, which is for usage errors; a refused file is an error (1)".into())
@@ -167,10 +169,10 @@ fn expect_refused(
     let new: Vec<&String> = after.difference(&before).collect();
     let gone: Vec<&String> = before.difference(&after).collect();
     if !new.is_empty() {
-        problems.push(format!("new files in the directory: {new:?}"));
+        problems.push(format!("new files in the directory: {}", new.shown()));
     }
     if !gone.is_empty() {
-        problems.push(format!("files gone from the directory: {gone:?}"));
+        problems.push(format!("files gone from the directory: {}", gone.shown()));
     }
     if problems.is_empty() {
         return Ok(());

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{finding, Finding};
 use crate::history::{Added, Execution, History, RunRef};
+use crate::shown::{rfc3339, text, time_or_null, Shown};
 
 /// Why a job may rightly run again after an earlier execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,11 +143,11 @@ fn duplicates_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
                         "duplicate",
                         Some(job),
                         format!(
-                            "ran again (attempt {} at {} ms) after attempt {} had finished well at {} ms",
+                            "ran again (attempt {} at {}) after attempt {} had finished well at {}",
                             pair[1].attempt,
-                            pair[1].start_ms,
+                            rfc3339(pair[1].start_ms),
                             pair[0].attempt,
-                            pair[0].end_ms.unwrap_or_default()
+                            time_or_null(pair[0].end_ms)
                         ),
                     )
                     .blaming([pair[0], pair[1]]),
@@ -178,8 +179,13 @@ fn overlaps_in(history: &History, by_job: &ByJob) -> Vec<Finding> {
                     "two holders",
                     Some(job),
                     format!(
-                        "attempt {} (pid {}) started at {} ms while attempt {} (pid {}) ran until {} ms and still held it",
-                        b.attempt, b.pid, b.start_ms, a.attempt, a.pid, a_end
+                        "attempt {} (pid {}) started at {} while attempt {} (pid {}) ran until {} and still held it",
+                        b.attempt,
+                        b.pid,
+                        rfc3339(b.start_ms),
+                        a.attempt,
+                        a.pid,
+                        a.end_ms.map_or_else(|| "its end (none recorded)".to_string(), rfc3339)
                     ),
                 )
                 .blaming([*a, *b]));
@@ -336,8 +342,12 @@ pub fn order(history: &History, expected: &[i64]) -> Vec<Finding> {
             seen.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(seen.len().min(expected.len()));
         let out_of_place = runs.get(first).into_iter().copied();
         let due = expected.get(first).and_then(|job| runs.iter().find(|e| e.job == *job)).copied();
-        vec![finding("order", None, format!("jobs ran in the order {seen:?}, expected {expected:?}"))
-            .blaming(out_of_place.chain(due))]
+        vec![finding(
+            "order",
+            None,
+            format!("jobs ran in the order {}, expected {}", seen.shown(), expected.shown()),
+        )
+        .blaming(out_of_place.chain(due))]
     }
 }
 
@@ -357,8 +367,10 @@ pub fn payloads(history: &History) -> Vec<Finding> {
                     "payload",
                     Some(e.job),
                     format!(
-                        "attempt {} read {:?} on stdin, but the job holds {want:?}",
-                        e.attempt, e.payload
+                        "attempt {} read {} on stdin, but the job holds {}",
+                        e.attempt,
+                        text(&e.payload),
+                        text(&want)
                     ),
                 )
                 .blaming([e])
@@ -532,7 +544,7 @@ pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
             findings.push(finding(
                 "id used twice",
                 Some(a.job),
-                format!("printed for {other:?} and for {:?}", a.payload),
+                format!("printed for {} and for {}", text(other), text(&a.payload)),
             ));
         }
     }
@@ -544,7 +556,7 @@ pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
             findings.push(finding(
                 "id used twice",
                 Some(job),
-                format!("its runs read the payloads {payloads:?}"),
+                format!("its runs read the payloads {}", payloads.shown()),
             ));
         }
         for &payload in payloads {
@@ -554,7 +566,7 @@ pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
                     findings.push(finding(
                         "id used twice",
                         Some(job),
-                        format!("printed for {other:?}, and ran the cut-off add {payload:?}"),
+                        format!("printed for {}, and ran the cut-off add {}", text(other), text(payload)),
                     ));
                 }
             } else if !owner.contains_key(&job) {
@@ -562,7 +574,8 @@ pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
                     "partly written",
                     Some(job),
                     format!(
-                        "ran with the payload {payload:?}, which no add had: a row committed half-written"
+                        "ran with the payload {}, which no add had: a row committed half-written",
+                        text(payload)
                     ),
                 ));
             }
@@ -580,7 +593,7 @@ pub fn resolve_unknown(history: &History) -> (Vec<Added>, Vec<Finding>) {
             findings.push(finding(
                 "id used twice",
                 None,
-                format!("the cut-off add {payload:?} ran as jobs {jobs:?}"),
+                format!("the cut-off add {} ran as jobs {}", text(payload), jobs.shown()),
             ));
         }
     }

@@ -61,7 +61,9 @@ pub struct ConformanceArgs {
     /// (default: the `ukue` beside this binary, else the one under test)
     #[arg(long, value_name = "PATH")]
     pub reference: Option<PathBuf>,
-    /// The Python that runs add_job.py (default: python3 when it exists)
+    /// The Python that runs add_job.py, the Python step driver and
+    /// http_worker.py (default: python3 when it exists); resolved once, at
+    /// the start, to the interpreter it runs (past a version manager's shim)
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     /// Leave out the cases that need Python
@@ -228,9 +230,10 @@ fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
     Ok((subjects, python))
 }
 
-/// The replay command for this run, without `--cases`.
-fn replay_prefix(args: &ConformanceArgs, subjects: &Subjects, seed: u64) -> String {
-    let mut line = format!("{} --impl {} --seed {seed}", me(), subjects.subject.program.display());
+/// The replay command for this run, without `--cases`: the subject as
+/// the command line named it (not the interpreter it may run by).
+fn replay_prefix(args: &ConformanceArgs, implementation: &Path, subjects: &Subjects, seed: u64) -> String {
+    let mut line = format!("{} --impl {} --seed {seed}", me(), implementation.display());
     // ukue-broken's choice of bug lives in the environment: without it the
     // line would replay a sound subject.
     if let Some(bug) = std::env::var_os("UKUE_BROKEN") {
@@ -241,6 +244,8 @@ fn replay_prefix(args: &ConformanceArgs, subjects: &Subjects, seed: u64) -> Stri
     }
     if subjects.python.is_none() {
         line.push_str(" --no-python");
+    } else if let Some(python) = &args.python {
+        line.push_str(&format!(" --python {}", python.display()));
     }
     if args.keep {
         line.push_str(" --keep");
@@ -284,8 +289,14 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     let seed = args.seed.unwrap_or_else(rand::random);
     let root =
         tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
-    if let Some(python) = python {
-        let installed = python::install(root.path(), &python)?;
+    // As given, for the reports and the replay command; the subjects may
+    // run by their interpreters instead.
+    let (implementation, reference) = (subjects.subject.program.clone(), subjects.reference.program.clone());
+    subjects.subject = python::by_interpreter(subjects.subject, root.path());
+    subjects.reference = python::by_interpreter(subjects.reference, root.path());
+    let python = python.map(|p| python::interpreter(&p, root.path()));
+    if let Some(python) = &python {
+        let installed = python::install(root.path(), python)?;
         subjects.python = Some(installed.add_job);
         subjects.python_driver = Some(installed.driver);
         subjects.python_http_worker = Some(installed.http_worker);
@@ -309,10 +320,15 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             run_cases.push(case);
         }
     }
+    let interpreter = |subject: &Subject, given: &Path| {
+        (subject.program != given).then(|| subject.program.display().to_string())
+    };
     let info = RunInfo {
-        implementation: subjects.subject.program.display().to_string(),
+        implementation: implementation.display().to_string(),
         implementation_version: crate::subjects::version(&subjects.subject),
-        reference: subjects.reference.program.display().to_string(),
+        implementation_interpreter: interpreter(&subjects.subject, &implementation),
+        python: python.as_ref().map(|p| p.display().to_string()),
+        reference: reference.display().to_string(),
         runner: format!("ukue-conformance {}", env!("CARGO_PKG_VERSION")),
         seed,
         machine: RunInfo::machine(),
@@ -320,7 +336,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         partition: args.shard.partition.map(|p| p.to_string()),
     };
     let config = Config {
-        replay: replay_prefix(&args, &subjects, seed),
+        replay: replay_prefix(&args, &implementation, &subjects, seed),
         subjects: Arc::new(subjects),
         seed,
         jobs: args.jobs.max(1),
@@ -352,7 +368,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     reporter.begin(run_cases.len() + skipped.len(), &config.info);
     let shared = Mutex::new(reporter);
     let reports = if args.shard.soak().is_on() {
-        let replay = |seed| replay_prefix(&args, &config.subjects, seed);
+        let replay = |seed| replay_prefix(&args, &implementation, &config.subjects, seed);
         runner::soak::soak(&config, args.shard.soak(), &run_cases, &skipped, &shared, replay)
     } else {
         runner::run(&config, &run_cases, &skipped, &shared)

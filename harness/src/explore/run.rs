@@ -18,6 +18,7 @@ use rusqlite::Connection;
 use super::gen::{Generator, WORKERS};
 use crate::check::model::{Allowed, Backoff, Model, Op, START_MS};
 use crate::check::{self, file::invariants_of};
+use crate::shown::Shown;
 use crate::subjects::driver::client::{DriverCommand, DriverProcess};
 use crate::subjects::driver::{Answer, ReferenceDriver, Request, CAP_NOW_MS, CAP_PUBLISHED_BACKOFF};
 use crate::subjects::observe::file::{open_read_only, read_rows};
@@ -384,10 +385,11 @@ impl ModelRun {
                 || (row.state != "running" && (row.token.is_some() || row.lease_until.is_some()))
             {
                 return Err(format!(
-                    "invariants: job {}: state {} with token and lease_until {:?}",
+                    "invariants: job {}: state {} with token {} and lease_until {}",
                     row.id,
                     row.state,
-                    (&row.token, row.lease_until)
+                    row.token.shown(),
+                    row.lease_until.shown()
                 ));
             }
         }

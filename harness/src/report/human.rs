@@ -88,8 +88,11 @@ impl Human {
 impl Reporter for Human {
     fn begin(&mut self, total: usize, run: &RunInfo) {
         let version = run.implementation_version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
+        let by =
+            run.implementation_interpreter.as_deref().map(|p| format!(" run by {p}")).unwrap_or_default();
+        let python = run.python.as_deref().map(|p| format!(", python {p}")).unwrap_or_default();
         self.say(format!(
-            "ukue-conformance: {total} cases against {}{version}, seed {}",
+            "ukue-conformance: {total} cases against {}{version}{by}, seed {}{python}",
             run.implementation, run.seed
         ));
         self.bar.set_length(total as u64);

@@ -276,7 +276,7 @@ fn parse_id(who: &Subject, text: &str) -> Result<i64, Failure> {
     printed_id(text).ok_or_else(|| {
         Failure::error(
             format!("{} add to print the new id alone on a line", who.name),
-            format!("{:?}", clip(text)),
+            crate::shown::text(&clip(text)),
         )
     })
 }

@@ -13,6 +13,7 @@ use super::ctx::{clip, path_str, Ctx};
 use super::process::{Procs, Spawned};
 use super::Subject;
 use crate::cases::Failure;
+use crate::shown::text;
 
 /// How long a server may take to listen.
 pub const STARTUP: Duration = Duration::from_secs(15);
@@ -324,7 +325,7 @@ pub fn read_answer(stream: &mut TcpStream) -> Result<Reply, Failure> {
             break at;
         }
         if !more(stream, &mut buf) {
-            let seen = format!("the connection ended after {:?}", clip(&String::from_utf8_lossy(&buf)));
+            let seen = format!("the connection ended after {}", text(&clip(&String::from_utf8_lossy(&buf))));
             return Err(Failure::fail("an HTTP answer", seen));
         }
     };

@@ -23,6 +23,7 @@ use serde_json::json;
 use crate::cases::{Case, CaseResult, Failure};
 use crate::check;
 use crate::history::{Added, Execution};
+use crate::shown::Shown;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::http_worker;
 use crate::subjects::observe::file::{job_count, rows};
@@ -335,7 +336,10 @@ pub fn claims_race(ctx: &mut Ctx) -> CaseResult {
         claimed_twice.is_empty() && ran_twice.is_empty() && both.is_empty(),
         format!("each of {RACED} jobs claimed once: over HTTP, or by a `work` process"),
         format!(
-            "claimed twice over HTTP: {claimed_twice:?}; run twice by `work`: {ran_twice:?}; claimed over HTTP and run by `work`: {both:?}"
+            "claimed twice over HTTP: {}; run twice by `work`: {}; claimed over HTTP and run by `work`: {}",
+            claimed_twice.shown(),
+            ran_twice.shown(),
+            both.shown()
         )
     );
     ensure_eq!(

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cases::{Case, CaseResult, Failure};
+use crate::shown::rfc3339;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{job_count, rows, write};
 use crate::subjects::probe::now_ms;
@@ -100,8 +101,12 @@ fn second_holder(job: &Held, until: i64, asked_at: i64) -> CaseResult {
     let claimed_at = job.lease_until_ms - RECLAIM_LEASE_MS;
     ensure!(
         asked_at + SLACK_MS >= until || claimed_at >= until,
-        format!("job {} not claimed while its holder's lease runs (until {until} ms)", job.id),
-        format!("asked for at {asked_at} ms, claimed at {claimed_at} ms by the server's answer")
+        format!("job {} not claimed while its holder's lease runs (until {})", job.id, rfc3339(until)),
+        format!(
+            "asked for at {}, claimed at {} by the server's answer",
+            rfc3339(asked_at),
+            rfc3339(claimed_at)
+        )
     );
     Ok(())
 }
@@ -178,7 +183,11 @@ fn claim_back(
                 .is_some_and(|&until| looked_at > until + SLACK_MS && row.lease_until == Some(until));
             ensure!(
                 !(unreaped && row.state == "running"),
-                format!("the claims from {looked_at} ms on to reap job {id}, whose lease ran out at {} ms (FORMAT.md §5.4)", held_until[id]),
+                format!(
+                    "the claims from {} on to reap job {id}, whose lease ran out at {} (FORMAT.md §5.4)",
+                    rfc3339(looked_at),
+                    rfc3339(held_until[id])
+                ),
                 "the job is still running under that lease"
             );
         }

@@ -1,11 +1,12 @@
 //! FORMAT.md §5.3 Add.
 
 use crate::cases::{CaseResult, Failure};
+use crate::shown::{text, Shown};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::probe::now_ms;
 use crate::{ensure, ensure_eq};
 
-use super::rows::{brief, not_running, row_present, within};
+use super::rows::{brief, not_running, row_present, within_time};
 use super::CLOCK_TOL;
 
 pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
@@ -23,9 +24,9 @@ pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
     ensure_eq!(r.payload.as_slice(), b"hello".as_slice(), format!("job {plain}: the payload bytes"));
     not_running(&r)?;
     ensure!(r.last_error.is_none(), format!("job {plain} with last_error NULL"), brief(&r));
-    within(&format!("job {plain}: run_at (default: now)"), r.run_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
-    within(&format!("job {plain}: created_at"), r.created_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
-    within(&format!("job {plain}: updated_at"), r.updated_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within_time(&format!("job {plain}: run_at (default: now)"), r.run_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within_time(&format!("job {plain}: created_at"), r.created_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within_time(&format!("job {plain}: updated_at"), r.updated_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
 
     // The payload from stdin, with `-` and left out; bytes that are not UTF-8.
     let bytes: &[u8] = b"\x00\xff binary\n";
@@ -38,12 +39,9 @@ pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
         full.extend(args.iter().copied());
         let out = ctx.run_with(&who, &full, Some(stdin))?;
         crate::subjects::ctx::expect_success(&who, &full, &out)?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let id: i64 = text.trim().parse().map_err(|_| {
-            Failure::fail(
-                format!("`{}` to print the new id alone on a line", full.join(" ")),
-                format!("{text:?}"),
-            )
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let id: i64 = printed.trim().parse().map_err(|_| {
+            Failure::fail(format!("`{}` to print the new id alone on a line", full.join(" ")), text(&printed))
         })?;
         let r = row_present(&file, id)?;
         ensure_eq!(
@@ -62,7 +60,7 @@ pub(super) fn add_stored(ctx: &mut Ctx) -> CaseResult {
         );
         ids.push(id);
     }
-    ensure!(ids.windows(2).all(|w| w[0] < w[1]), "ids that grow with each add", format!("{ids:?}"));
+    ensure!(ids.windows(2).all(|w| w[0] < w[1]), "ids that grow with each add", ids.shown());
     Ok(())
 }
 
@@ -95,7 +93,9 @@ pub(super) fn add_waits_for_busy_file(ctx: &mut Ctx) -> CaseResult {
     }
     let shown = format!("`{} add` while another connection held the write lock for 1 s", who.name);
     let what = |status: Option<std::process::ExitStatus>| match status {
-        Some(s) => format!("it ended ({s}) with {:?} on stdout, {:?} on stderr", out.trim(), err.trim()),
+        Some(s) => {
+            format!("it ended ({s}) with {} on stdout, {} on stderr", text(out.trim()), text(err.trim()))
+        }
         None => "it was still running 30 s after the lock was released".to_string(),
     };
     ensure!(

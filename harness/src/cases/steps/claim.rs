@@ -8,14 +8,14 @@ use crate::cases::{CaseResult, Failure};
 use crate::check;
 use crate::check::model::Model;
 use crate::history::Added;
+use crate::shown::{rfc3339, text, time_or_null, Shown, Time};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{read, read_rows, row, rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::start_command_worker;
 use crate::{ensure, ensure_eq};
 
-use super::contract::rfc3339;
-use super::rows::{brief, brief_all, not_running, row_present, within};
+use super::rows::{brief, brief_all, not_running, row_present, within, within_time};
 use super::running::{probe_worker, runs_of, still_working, wait_settled};
 use super::setup::{insert, Put};
 use super::{secs, BACKOFF_MAX, BACKOFF_MIN, CLOCK_TOL, LATE, POLL, SKEW};
@@ -46,8 +46,8 @@ fn run_in_order(ctx: &Ctx, file: &Path, added: Vec<Added>, expected: &[i64]) -> 
     let modelled = model.claim_order("q");
     if modelled.as_deref() != Some(expected) {
         return Err(Failure::error(
-            format!("the case's expected order {expected:?} to be the model's"),
-            format!("the model says {modelled:?}"),
+            format!("the case's expected order {} to be the model's", expected.shown()),
+            format!("the model says {}", modelled.shown()),
         ));
     }
     let ids: Vec<i64> = added.iter().map(|a| a.job).collect();
@@ -59,12 +59,12 @@ fn run_in_order(ctx: &Ctx, file: &Path, added: Vec<Added>, expected: &[i64]) -> 
         let want = history.added.iter().find(|a| a.job == run.job).map(|a| a.payload.as_str());
         ensure!(
             want == Some(run.payload.as_str()),
-            format!("job {}'s command to read its payload {want:?} on stdin", run.job),
-            format!("attempt {} read {:?}", run.attempt, run.payload)
+            format!("job {}'s command to read its payload {} on stdin", run.job, want.shown()),
+            format!("attempt {} read {}", run.attempt, run.payload.shown())
         );
     }
     common::no_findings(
-        &format!("the jobs to run in the order {expected:?}"),
+        &format!("the jobs to run in the order {}", expected.shown()),
         check::order(&history, expected),
     )?;
     common::no_findings("each job to run exactly once", check::exactly_once(&history))
@@ -118,7 +118,7 @@ pub(super) fn claim_order_run_at(ctx: &mut Ctx) -> CaseResult {
     let added = add_all(ctx, &file, "q", &jobs)?;
     for (a, (label, _, at)) in added.iter().zip(plan) {
         let r = row_present(&file, a.job)?;
-        ensure_eq!(r.run_at, at, format!("job {} ({label}) added with --at {}: run_at", a.job, rfc3339(at)));
+        ensure_eq!(Time(r.run_at), Time(at), format!("job {} ({label}) added with --at: run_at", a.job));
     }
     // e-high, d-high (priority first), then b and f (same run_at: id), c, a.
     let id = |n: usize| added[n].job;
@@ -135,16 +135,16 @@ pub(super) fn delayed_not_early(ctx: &mut Ctx) -> CaseResult {
     let at = now_ms() + 1_500;
     let timed = ctx.add(&who, &file, "q", "timed", &["--at", &rfc3339(at)])?;
     let delayed_at = row_present(&file, delayed)?.run_at;
-    within(
-        &format!("job {delayed} added with --delay 1500ms at [{t0}, {t1}]: run_at"),
+    within_time(
+        &format!("job {delayed} added with --delay 1500ms at [{}, {}]: run_at", rfc3339(t0), rfc3339(t1)),
         delayed_at,
         t0 + 1_500 - CLOCK_TOL,
         t1 + 1_500 + CLOCK_TOL,
     )?;
     ensure_eq!(
-        row_present(&file, timed)?.run_at,
-        at,
-        format!("job {timed} added with --at {}: run_at", rfc3339(at))
+        Time(row_present(&file, timed)?.run_at),
+        Time(at),
+        format!("job {timed} added with --at: run_at")
     );
     let mut worker = probe_worker(ctx, &file, "q", &[])?;
     wait_settled(ctx, &file, &[delayed, timed], secs(15), &mut [&mut worker])?;
@@ -156,11 +156,11 @@ pub(super) fn delayed_not_early(ctx: &mut Ctx) -> CaseResult {
             // after the claim; allow a little for clock reading granularity.
             ensure!(
                 run.start_ms >= run_at - 10,
-                format!("job {id} to start no sooner than its run_at {run_at} ({})", rfc3339(run_at)),
+                format!("job {id} to start no sooner than its run_at {}", rfc3339(run_at)),
                 format!(
-                    "attempt {} started at {} ms, {} ms early",
+                    "attempt {} started at {}, {} ms early",
                     run.attempt,
-                    run.start_ms,
+                    rfc3339(run.start_ms),
                     run_at - run.start_ms
                 )
             );
@@ -205,7 +205,7 @@ fn reap(ctx: &mut Ctx, attempts: i64, max_attempts: i64) -> Result<(Row, Row, i6
         format!(
             "the claim that took job {sentinel} (queue `other`) to have reaped job {id} (queue `q`, lease_until {} \
              in the past) first",
-            before.lease_until.unwrap_or_default()
+            time_or_null(before.lease_until)
         ),
         brief(&after)
     );
@@ -219,14 +219,14 @@ fn reap(ctx: &mut Ctx, attempts: i64, max_attempts: i64) -> Result<(Row, Row, i6
             after.queue.as_str(),
             after.priority,
             after.max_attempts,
-            after.created_at,
+            Time(after.created_at),
             after.payload.as_slice()
         ),
         (
             before.queue.as_str(),
             before.priority,
             before.max_attempts,
-            before.created_at,
+            Time(before.created_at),
             before.payload.as_slice()
         ),
         format!("job {id} reaped: (queue, priority, max_attempts, created_at, payload) unchanged")
@@ -255,7 +255,7 @@ fn reaped_to_ready(ctx: &mut Ctx) -> Result<(Row, i64, i64), Failure> {
 /// A reaped job's updated_at lies between the worker's start and the
 /// moment the harness saw the reap.
 fn updated_by_the_reap(after: &Row, started: i64, seen_at: i64) -> CaseResult {
-    within(
+    within_time(
         &format!("job {} reaped: updated_at", after.id),
         after.updated_at,
         started - CLOCK_TOL,
@@ -284,8 +284,8 @@ pub(super) fn lease_reaped_backoff(ctx: &mut Ctx) -> CaseResult {
         BACKOFF_MIN - CLOCK_TOL,
         BACKOFF_MAX + CLOCK_TOL,
     )?;
-    within(
-        &format!("job {id} reaped between {started} and {seen_at}: run_at"),
+    within_time(
+        &format!("job {id} reaped between {} and {}: run_at", rfc3339(started), rfc3339(seen_at)),
         after.run_at,
         started + BACKOFF_MIN - SKEW,
         seen_at + BACKOFF_MAX + LATE,
@@ -300,7 +300,11 @@ pub(super) fn lease_reaped_dead(ctx: &mut Ctx) -> CaseResult {
         ("dead", 3),
         format!("job {id} reaped on its last attempt: (state, attempts)")
     );
-    ensure_eq!(after.run_at, before.run_at, format!("job {id} reaped to dead: run_at (unchanged)"));
+    ensure_eq!(
+        Time(after.run_at),
+        Time(before.run_at),
+        format!("job {id} reaped to dead: run_at (unchanged)")
+    );
     updated_by_the_reap(&after, started, seen_at)
 }
 
@@ -323,9 +327,9 @@ pub(super) fn work_environment(ctx: &mut Ctx) -> CaseResult {
     })
     .map_err(|mut f| {
         f.seen = format!(
-            "{}; the command wrote {:?}; file: {}",
+            "{}; the command wrote {}; file: {}",
             f.seen,
-            read_lines(),
+            text(&read_lines()),
             brief_all(&rows(&file).unwrap_or_default())
         );
         f
@@ -346,7 +350,7 @@ pub(super) fn work_environment(ctx: &mut Ctx) -> CaseResult {
         ensure!(
             lines.len() == 1,
             format!("one run of job {id} with UKUE_FILE|UKUE_QUEUE|UKUE_JOB_ID|UKUE_ATTEMPT|UKUE_MAX_ATTEMPTS|stdin = {expected}"),
-            format!("the command wrote {text:?}")
+            format!("the command wrote {}", text.shown())
         );
         let fields: Vec<&str> = lines[0].splitn(6, '|').collect();
         let want =
@@ -405,8 +409,10 @@ fn token_findings(runs: &[crate::history::Execution]) -> Vec<check::Finding> {
             found(
                 e,
                 format!(
-                    "attempt {}: the token {token:?} is stored as {:?}, not text",
-                    e.attempt, e.token_type
+                    "attempt {}: the token {} is stored as {}, not text",
+                    e.attempt,
+                    token.shown(),
+                    e.token_type.shown()
                 ),
             );
         }
@@ -415,8 +421,9 @@ fn token_findings(runs: &[crate::history::Execution]) -> Vec<check::Finding> {
             found(
                 e,
                 format!(
-                    "attempt {}: the token {token:?} holds at most {bits:.0} bits ({} characters of an alphabet of {})",
+                    "attempt {}: the token {} holds at most {bits:.0} bits ({} characters of an alphabet of {})",
                     e.attempt,
+                    token.shown(),
                     token.chars().count(),
                     alphabet.len()
                 ),
@@ -426,8 +433,11 @@ fn token_findings(runs: &[crate::history::Execution]) -> Vec<check::Finding> {
             found(
                 e,
                 format!(
-                    "attempt {}: the token {token:?} was job {}'s attempt {} too",
-                    e.attempt, other.0, other.1
+                    "attempt {}: the token {} was job {}'s attempt {} too",
+                    e.attempt,
+                    token.shown(),
+                    other.0,
+                    other.1
                 ),
             );
         }

@@ -3,28 +3,13 @@
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use serde_json::{json, Value};
-use time::macros::format_description;
-use time::OffsetDateTime;
 
 use crate::cases::{CaseResult, Failure};
+use crate::shown::{rfc3339, Shown};
 use crate::subjects::ctx::clip;
 use crate::subjects::observe::file::Row;
 use crate::subjects::probe::now_ms;
 use crate::{ensure, ensure_eq};
-
-/// RFC 3339 in UTC with milliseconds, as the contract's JSON shows times:
-/// `2026-10-06T09:00:00.000Z`.
-pub(super) fn rfc3339(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|at| {
-            at.format(format_description!(
-                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-            ))
-            .ok()
-        })
-        .unwrap_or_else(|| format!("{ms} ms (no time RFC 3339 can show)"))
-}
 
 /// Standard base64, with padding, as the contract's `payload_base64`.
 fn base64(bytes: &[u8]) -> String {
@@ -93,8 +78,8 @@ pub(super) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
         .collect();
     ensure!(
         missing.is_empty() && extra.is_empty(),
-        format!("{what}: exactly the keys {JOB_KEYS:?} and payload or payload_base64"),
-        format!("missing {missing:?}, unknown {extra:?}: {}", clip(&seen.to_string()))
+        format!("{what}: exactly the keys {} and payload or payload_base64", JOB_KEYS.shown()),
+        format!("missing {}, unknown {}: {}", missing.shown(), extra.shown(), clip(&seen.to_string()))
     );
     let expected = job_json(r);
     let mut wrong = Vec::new();
@@ -136,15 +121,6 @@ pub(super) fn listed<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_rfc3339_utc_with_milliseconds() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_791_277_200_000), "2026-10-06T09:00:00.000Z");
-        assert_eq!(rfc3339(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
-        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
-        assert_eq!(rfc3339(951_782_400_007), "2000-02-29T00:00:00.007Z");
-    }
 
     #[test]
     fn base64_encodes() {

@@ -6,12 +6,13 @@ use crate::cases::common;
 use crate::cases::{CaseResult, Failure};
 use crate::check;
 use crate::history::{Added, Execution};
+use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, Row};
 use crate::subjects::probe::now_ms;
 use crate::{ensure, ensure_eq};
 
-use super::rows::{brief, has_error, not_running, row_present, within};
+use super::rows::{brief, has_error, not_running, row_present, within, within_time};
 use super::running::{alive, probe_worker, runs_of, still_working, wait_settled};
 use super::setup::{insert, Put};
 use super::{secs, BACKOFF_MAX, BACKOFF_MIN, CLOCK_TOL, LATE, SKEW};
@@ -26,9 +27,10 @@ pub(super) fn fail_backoff(ctx: &mut Ctx) -> CaseResult {
     let r = row_present(&file, id)?;
     let runs = common::executions(ctx)?;
     let first = runs_of(&runs, id).into_iter().find(|e| e.attempt == 1).cloned();
-    let end = first.as_ref().and_then(|e| e.end_ms).ok_or_else(|| {
-        Failure::fail(format!("a probe record of job {id} attempt 1 ending"), format!("{runs:?}"))
-    })?;
+    let end = first
+        .as_ref()
+        .and_then(|e| e.end_ms)
+        .ok_or_else(|| Failure::fail(format!("a probe record of job {id} attempt 1 ending"), runs.shown()))?;
     ensure_eq!(
         (r.state.as_str(), r.attempts),
         ("ready", 1),
@@ -42,8 +44,12 @@ pub(super) fn fail_backoff(ctx: &mut Ctx) -> CaseResult {
         BACKOFF_MIN - CLOCK_TOL,
         BACKOFF_MAX + CLOCK_TOL,
     )?;
-    within(
-        &format!("job {id} whose command ended at {end} ms (seen failed at {seen_at} ms): run_at"),
+    within_time(
+        &format!(
+            "job {id} whose command ended at {} (seen failed at {}): run_at",
+            rfc3339(end),
+            rfc3339(seen_at)
+        ),
         r.run_at,
         end + BACKOFF_MIN - SKEW,
         seen_at + BACKOFF_MAX + LATE,
@@ -94,7 +100,7 @@ fn dead_after_failing(file: &Path, before: &Row, attempts: i64, how: &str) -> Ca
         ("dead", attempts, before.max_attempts),
         format!("job {id} {how}: (state, attempts, max_attempts)")
     );
-    ensure_eq!(r.run_at, before.run_at, format!("job {id} dead: run_at (unchanged)"));
+    ensure_eq!(Time(r.run_at), Time(before.run_at), format!("job {id} dead: run_at (unchanged)"));
     not_running(&r)?;
     has_error(&r)
 }
@@ -125,7 +131,7 @@ fn stopped_run(ctx: &Ctx, id: i64, only: bool, how: &str) -> Result<Execution, F
     ensure!(
         run.end_ms.is_none(),
         format!("job {id}'s command {how}"),
-        format!("it ran to its end at {:?} ms (exit {:?})", run.end_ms, run.exit)
+        format!("it ran to its end at {} (exit {})", time_or_null(run.end_ms), run.exit.shown())
     );
     ctx.wait_for(&format!("job {id}'s command (pid {}) to be gone", run.pid), secs(5), || {
         Ok(!alive(run.pid))
@@ -153,10 +159,15 @@ pub(super) fn timeout(ctx: &mut Ctx) -> CaseResult {
     // a run_at before the attempt failed.
     ensure!(
         r.run_at >= run.start_ms - SKEW,
-        format!("job {id} timed out after its start at {} ms: run_at no earlier", run.start_ms),
+        format!("job {id} timed out after its start at {}: run_at no earlier", rfc3339(run.start_ms)),
         brief(&r)
     );
-    within(&format!("job {id} failed: updated_at"), r.updated_at, run.start_ms - SKEW, seen_at + CLOCK_TOL)
+    within_time(
+        &format!("job {id} failed: updated_at"),
+        r.updated_at,
+        run.start_ms - SKEW,
+        seen_at + CLOCK_TOL,
+    )
 }
 
 pub(super) fn keep_done(ctx: &mut Ctx) -> CaseResult {
@@ -225,8 +236,10 @@ pub(super) fn give_back_on_stop(ctx: &mut Ctx) -> CaseResult {
         r.run_at == before.run_at || (stopping - CLOCK_TOL..=stopped + CLOCK_TOL).contains(&r.run_at),
         format!(
             "job {id} given back: run_at unchanged ({}), or the moment it was given back \
-             (between {stopping} and {stopped})",
-            before.run_at
+             (between {} and {})",
+            rfc3339(before.run_at),
+            rfc3339(stopping),
+            rfc3339(stopped)
         ),
         brief(&r)
     );

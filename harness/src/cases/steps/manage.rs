@@ -1,12 +1,13 @@
 //! FORMAT.md §5.9: retry, delete and purge.
 
 use crate::cases::{CaseResult, Failure};
+use crate::shown::{rfc3339, Shown, Time};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::{ensure, ensure_eq};
 
-use super::rows::{not_running, only_changed, within};
+use super::rows::{not_running, only_changed, within_time};
 use super::running::expect_refused;
 use super::setup::{insert, Put};
 use super::CLOCK_TOL;
@@ -20,20 +21,20 @@ fn check_retried(before: &Row, after: &[Row], t0: i64, t1: i64) -> CaseResult {
         .ok_or_else(|| Failure::fail(format!("job {id} retried"), "it is gone"))?;
     ensure_eq!((r.state.as_str(), r.attempts), ("ready", 0), format!("job {id} retried: (state, attempts)"));
     not_running(r)?;
-    within(
-        &format!("job {id} retried between {t0} and {t1}: run_at (due now)"),
+    within_time(
+        &format!("job {id} retried between {} and {}: run_at (due now)", rfc3339(t0), rfc3339(t1)),
         r.run_at,
         t0 - CLOCK_TOL,
         t1 + CLOCK_TOL,
     )?;
-    within(&format!("job {id} retried: updated_at"), r.updated_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
+    within_time(&format!("job {id} retried: updated_at"), r.updated_at, t0 - CLOCK_TOL, t1 + CLOCK_TOL)?;
     ensure_eq!(
-        (r.queue.as_str(), r.priority, r.max_attempts, r.created_at, r.payload.as_slice()),
+        (r.queue.as_str(), r.priority, r.max_attempts, Time(r.created_at), r.payload.as_slice()),
         (
             before.queue.as_str(),
             before.priority,
             before.max_attempts,
-            before.created_at,
+            Time(before.created_at),
             before.payload.as_slice()
         ),
         format!("job {id} retried: (queue, priority, max_attempts, created_at, payload) unchanged")
@@ -159,7 +160,7 @@ pub(super) fn purge(ctx: &mut Ctx) -> CaseResult {
         args.extend_from_slice(options);
         ctx.ok(&who, &args)?;
         only_changed(
-            &format!("`purge FILE {}` to delete exactly jobs {gone:?}", options.join(" ")),
+            &format!("`purge FILE {}` to delete exactly jobs {}", options.join(" "), gone.shown()),
             &before,
             &rows(&file)?,
             &[],

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::cases::{CaseResult, Failure};
+use crate::shown::rfc3339;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::{ensure, ensure_eq};
 
-use super::contract::{check_job, listed, object_keys, rfc3339, STATS_KEYS};
+use super::contract::{check_job, listed, object_keys, STATS_KEYS};
 use super::rows::{brief_all, only_changed};
 use super::running::expect_refused;
 use super::setup::{insert, Put};

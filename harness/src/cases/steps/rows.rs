@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cases::{CaseResult, Failure};
 use crate::ensure;
+use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::observe::file::{row, Row};
 
 /// One job that must be in the file.
@@ -12,29 +13,22 @@ pub(super) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
     row(file, id)?.ok_or_else(|| Failure::fail(format!("job {id} in the file"), "it is gone"))
 }
 
-fn payload_shown(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => format!("{text:?}"),
-        Err(_) => format!("bytes {bytes:02x?}"),
-    }
-}
-
-/// A row on one line, for reports.
+/// A row on one line, for reports, in the contract's terms.
 pub(super) fn brief(r: &Row) -> String {
     format!(
-        "job {} (queue {:?}, {}, priority {}, attempts {}/{}, run_at {}, lease_until {:?}, token {:?}, \
-         last_error {:?}, payload {})",
+        "job {} (queue {}, {}, priority {}, attempts {}/{}, run_at {}, lease_until {}, token {}, \
+         last_error {}, payload {})",
         r.id,
-        r.queue,
+        r.queue.shown(),
         r.state,
         r.priority,
         r.attempts,
         r.max_attempts,
-        r.run_at,
-        r.lease_until,
-        r.token,
-        r.last_error,
-        payload_shown(&r.payload)
+        Time(r.run_at).shown(),
+        time_or_null(r.lease_until),
+        r.token.shown(),
+        r.last_error.shown(),
+        r.payload.shown()
     )
 }
 
@@ -49,9 +43,11 @@ pub(super) fn brief_all(rows: &[Row]) -> String {
 fn diff(before: &Row, after: &Row) -> String {
     let mut out = Vec::new();
     macro_rules! field {
-        ($name:ident) => {
+        ($name:ident $(, $as:expr)?) => {
             if before.$name != after.$name {
-                out.push(format!("{} {:?} → {:?}", stringify!($name), before.$name, after.$name));
+                let (was, now) = (&before.$name, &after.$name);
+                $(let (was, now) = ($as(*was), $as(*now));)?
+                out.push(format!("{} {} → {}", stringify!($name), was.shown(), now.shown()));
             }
         };
     }
@@ -60,15 +56,13 @@ fn diff(before: &Row, after: &Row) -> String {
     field!(priority);
     field!(attempts);
     field!(max_attempts);
-    field!(run_at);
-    field!(lease_until);
+    field!(run_at, Time);
+    field!(lease_until, |ms: Option<i64>| ms.map(Time));
     field!(token);
     field!(last_error);
-    field!(created_at);
-    field!(updated_at);
-    if before.payload != after.payload {
-        out.push(format!("payload {} → {}", payload_shown(&before.payload), payload_shown(&after.payload)));
-    }
+    field!(created_at, Time);
+    field!(updated_at, Time);
+    field!(payload);
     out.join(", ")
 }
 
@@ -99,12 +93,32 @@ pub(super) fn only_changed(
     Ok(())
 }
 
-/// Fails unless `value` lies in `[low, high]`.
+/// Fails unless the span `value` (in ms) lies in `[low, high]`.
 pub(super) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
     ensure!(
         (low..=high).contains(&value),
-        format!("{what} in [{low}, {high}]"),
-        format!("{what} {value} ({} below the low end, {} above the high end)", low - value, value - high)
+        format!("{what} in [{low}, {high}] ms"),
+        format!(
+            "{what} {value} ms ({} ms below the low end, {} ms above the high end)",
+            low - value,
+            value - high
+        )
+    );
+    Ok(())
+}
+
+/// Fails unless the time `value` lies in `[low, high]`: the times in
+/// RFC 3339, how far off in ms.
+pub(super) fn within_time(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
+    ensure!(
+        (low..=high).contains(&value),
+        format!("{what} in [{}, {}]", rfc3339(low), rfc3339(high)),
+        format!(
+            "{what} {} ({} ms below the low end, {} ms above the high end)",
+            rfc3339(value),
+            low - value,
+            value - high
+        )
     );
     Ok(())
 }

@@ -24,6 +24,7 @@ pub mod op;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::shown::Shown;
 use crate::subjects::driver::{Answer, ErrorKind, JobAnswer, Millis, Request};
 use crate::subjects::observe::file::Row;
 pub use op::{FailHow, Label, Op, PurgeState, FORGED_TOKEN};
@@ -261,11 +262,13 @@ fn mismatch(what: impl Into<String>) -> Result<(), String> {
     Err(what.into())
 }
 
-fn check_eq<T: PartialEq + fmt::Debug>(what: &str, seen: T, want: T) -> Result<(), String> {
+/// Both sides in the contract's terms (`null`, JSON strings); times stay
+/// in milliseconds, as the model's spans and op scripts give them.
+fn check_eq<T: PartialEq + Shown>(what: &str, seen: T, want: T) -> Result<(), String> {
     if seen == want {
         Ok(())
     } else {
-        mismatch(format!("{what}: expected {want:?}, got {seen:?}"))
+        mismatch(format!("{what}: expected {}, got {}", want.shown(), seen.shown()))
     }
 }
 
@@ -671,7 +674,7 @@ impl Model {
                             return mismatch(format!("claim: expected {allowed}, got job {}", job.id));
                         }
                         if job.token.is_empty() || self.tokens.values().any(|t| *t == job.token) {
-                            return mismatch(format!("claim: token {:?} is not fresh", job.token));
+                            return mismatch(format!("claim: token {} is not fresh", job.token.shown()));
                         }
                         next.tokens.insert(*label, job.token.clone());
                         next.take(job, *label, *lease_ms)?;
@@ -925,7 +928,7 @@ fn check_error(what: &str, seen: Option<&str>, model: Option<&str>) -> Result<()
     if model == Some(LEASE_EXPIRED) {
         return match seen {
             Some(text) if !text.is_empty() => Ok(()),
-            _ => mismatch(format!("{what}: expected a note that the lease expired, got {seen:?}")),
+            _ => mismatch(format!("{what}: expected a note that the lease expired, got {}", seen.shown())),
         };
     }
     check_eq(what, seen, model)

@@ -8,9 +8,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::cases::Failure;
+use crate::shown::text;
 
 /// How long a reader or writer waits for a file another program holds.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -116,12 +118,25 @@ pub fn rows_as_text(path: &Path) -> Result<Vec<String>, Failure> {
     let conn = read(path)?;
     let mut st = conn.prepare(&format!("SELECT {COLUMNS}, hex(payload) FROM ukue_jobs ORDER BY id"))?;
     let rows = st.query_map([], |r| {
-        let cells: Vec<String> = (0..13)
-            .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
-            .collect::<Result<_, _>>()?;
+        let cells: Vec<String> = (0..13).map(|i| r.get_ref(i).map(cell)).collect::<Result<_, _>>()?;
         Ok(cells.join(" "))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A column as SQLite holds it, in the contract's terms but keeping its
+/// type, so that two cells are equal only when SQLite's are: a number bare
+/// (a REAL with its point), TEXT as a JSON string (`text x'…'` when it is
+/// not UTF-8), NULL as `null`, a BLOB as `x'…'`.
+fn cell(value: ValueRef<'_>) -> String {
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    match value {
+        ValueRef::Null => "null".to_string(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(r) => format!("{r:?}"),
+        ValueRef::Text(t) => std::str::from_utf8(t).map_or_else(|_| format!("text x'{}'", hex(t)), text),
+        ValueRef::Blob(b) => format!("x'{}'", hex(b)),
+    }
 }
 
 /// Makes the ready jobs that wait out a backoff (a failed or reaped
