@@ -61,7 +61,9 @@ pub struct ConformanceArgs {
     /// (default: the `ukue` beside this binary, else the one under test)
     #[arg(long, value_name = "PATH")]
     pub reference: Option<PathBuf>,
-    /// The Python that runs add_job.py (default: python3 when it exists)
+    /// The Python that runs add_job.py (default: python3 when it exists; a
+    /// python3 that is a script, such as a pyenv shim, by the interpreter it
+    /// starts)
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     /// Leave out the cases that need Python
@@ -284,6 +286,11 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     let seed = args.seed.unwrap_or_else(rand::random);
     let root =
         tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
+    // The default python3 without a shim's start at each Python program.
+    let python = match &args.python {
+        None => python.map(|found| python::interpreter(&found, root.path())),
+        Some(_) => python,
+    };
     if let Some(python) = python {
         let installed = python::install(root.path(), &python)?;
         subjects.python = Some(installed.add_job);

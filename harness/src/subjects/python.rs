@@ -46,3 +46,39 @@ pub fn install(dir: &Path, python: &Path) -> std::io::Result<PythonSubjects> {
         driver: run("ukue_driver.py", &driver),
     })
 }
+
+/// The interpreter to run the Python subjects with, when `python` was
+/// found on PATH: a `python3` that is a script (a pyenv shim: bash, then
+/// `pyenv exec`, some 250 ms before Python itself starts) is replaced by
+/// the interpreter it starts, as that interpreter's `sys.executable` names
+/// it, asked once in `dir` (where the cases run: a shim picks its version
+/// by the directory). The same Python then runs every add_job.py without
+/// the shim's start each time. A `python3` that is no script, or whose
+/// interpreter does not answer within 10 s, is kept as it is.
+pub fn interpreter(python: &Path, dir: &Path) -> std::path::PathBuf {
+    let is_script = std::fs::File::open(python)
+        .and_then(|mut f| {
+            let mut start = [0u8; 2];
+            std::io::Read::read_exact(&mut f, &mut start).map(|()| start == *b"#!")
+        })
+        .unwrap_or(false);
+    if !is_script {
+        return python.to_path_buf();
+    }
+    let procs = super::process::Procs::new(format!("{}-python", std::process::id()));
+    let mut cmd = std::process::Command::new(python);
+    cmd.args(["-c", "import sys; print(sys.executable)"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let resolved = (|| {
+        let mut spawned = procs.spawn(&mut cmd).ok()?;
+        let status = spawned.wait_timeout(std::time::Duration::from_secs(10)).ok()??;
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut spawned.child.stdout.take()?, &mut out).ok()?;
+        let path = std::path::PathBuf::from(out.trim());
+        (status.success() && path.is_absolute() && path.is_file()).then_some(path)
+    })();
+    resolved.unwrap_or_else(|| python.to_path_buf())
+}
