@@ -216,6 +216,7 @@ pub fn run(
     for report in &reports {
         lock(reporter).case_done(report);
     }
+    let order = start_order(cases);
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let done = Mutex::new(Vec::new());
@@ -225,8 +226,8 @@ pub fn run(
                 if config.fail_fast && failed.load(Ordering::SeqCst) {
                     return;
                 }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(case) = cases.get(i) else { return };
+                let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
+                let case = &cases[i];
                 let report = run_one(config, case);
                 if report.status.is_bad() {
                     failed.store(true, Ordering::SeqCst);
@@ -240,6 +241,36 @@ pub fn run(
     done.sort_by_key(|(i, _)| *i);
     reports.extend(done.into_iter().map(|(_, r)| r));
     reports
+}
+
+/// Cases known to take seconds, by id prefix, longest first: the crash
+/// cases take some 20 s each, these others 1 to 6 s; most cases take
+/// less than half a second.
+const SLOW_FIRST: &[&[&str]] = &[
+    &["crash/"],
+    &[
+        "concurrency/",
+        "leases/",
+        "ioerror/work-",
+        "interop/python-",
+        "http/server-killed",
+        "http/mixed-delivery",
+        "powerloss/",
+        "ioerror/",
+    ],
+];
+
+/// The order in which the cases start (indices into `cases`): the slow
+/// ones first, so that none of them starts last and runs alone while the
+/// other slots have nothing left to run (longest processing time first);
+/// the rest in catalogue order. Reports keep the catalogue order.
+fn start_order(cases: &[Case]) -> Vec<usize> {
+    let rank = |id: &str| {
+        SLOW_FIRST.iter().position(|tier| tier.iter().any(|p| id.starts_with(p))).unwrap_or(SLOW_FIRST.len())
+    };
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by_key(|&i| rank(cases[i].id));
+    order
 }
 
 fn lock<'a, 'b>(
@@ -411,4 +442,34 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::Needs;
+
+    fn case(id: &'static str) -> Case {
+        Case { id, rule: "6.3", summary: "", needs: Needs::default(), level: Level::Must, run: |_| Ok(()) }
+    }
+
+    #[test]
+    fn slow_cases_start_first_and_the_rest_keep_their_order() {
+        let ids =
+            ["format/a", "crash/kill-workers-2", "steps/b", "leases/c", "crash/kill-workers-1", "http/d"];
+        let cases: Vec<Case> = ids.iter().map(|id| case(id)).collect();
+        let started: Vec<&str> = start_order(&cases).into_iter().map(|i| cases[i].id).collect();
+        assert_eq!(
+            started,
+            ["crash/kill-workers-2", "crash/kill-workers-1", "leases/c", "format/a", "steps/b", "http/d"]
+        );
+    }
+
+    #[test]
+    fn every_case_starts_once() {
+        let cases = crate::cases::all();
+        let mut order = start_order(&cases);
+        order.sort_unstable();
+        assert_eq!(order, (0..cases.len()).collect::<Vec<_>>());
+    }
 }

@@ -95,7 +95,9 @@ pub fn launch(
                 "it neither listened nor exited",
             ));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // A refused connect costs microseconds: look often, as a server
+        // listens some tens of ms after its start.
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
