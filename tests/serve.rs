@@ -237,7 +237,27 @@ fn bad_requests_are_json_errors() {
     expect(&server.get("/v1/jobs?state=bogus"), 400, "a bad state");
     expect(&server.post("/v1/claim", json!({"queue": "q", "lease": 0})), 400, "lease 0");
     expect(&server.post("/v1/purge", json!({"state": "ready"})), 400, "purge ready");
+    // As the published server: a negative delay, and a delay with a run_at, are refused.
+    expect(&server.post("/v1/jobs", json!({"queue": "q", "delay": -5})), 400, "a negative delay");
+    let both = json!({"queue": "q", "delay": "1h", "run_at": "2030-01-01T00:00:00Z"});
+    expect(&server.post("/v1/jobs", both), 400, "a delay and a run_at");
     assert!(ok(&["list", &file]).lines().count() <= 1, "no job was added by a refused request");
+    // A negative wait in Go's syntax is none, as a negative number is.
+    expect(&server.post("/v1/claim", json!({"queue": "q", "wait": "-1s"})), 204, "a wait of -1s");
+}
+
+#[test]
+fn a_list_takes_100_jobs_unless_told_and_1000_at_most() {
+    let scratch = Scratch::new();
+    let file = new_file(&scratch);
+    for _ in 0..101 {
+        ok(&["add", &file, "q", "x"]);
+    }
+    let server = start(&file, &[], &[]);
+    let count =
+        |query: &str| server.get(&format!("/v1/jobs{query}")).json()["jobs"].as_array().unwrap().len();
+    assert_eq!(count(""), 100, "the API's default limit (the CLI's is 50)");
+    assert_eq!(count("?limit=5000"), 101, "a limit over 1000 is taken as 1000, not refused");
 }
 
 #[test]
@@ -285,10 +305,23 @@ fn requests_from_web_pages_and_other_hosts_are_refused() {
     let evil = format!("evil.example:{port}");
     expect(&server.raw("GET", "/v1/stats", &[("Host", &evil)], b""), 403, "a DNS name pointing here");
     expect(&server.raw("POST", "/v1/jobs", &[("Host", &evil)], add), 403, "a DNS name pointing here (add)");
-    for host in [format!("localhost:{port}"), format!("[::1]:{port}")] {
+    // Any port: a tunnel's (`ssh -L 8080:localhost:PORT`) is not the server's.
+    for host in
+        [format!("localhost:{port}"), format!("[::1]:{port}"), "localhost:8080".into(), "127.0.0.1".into()]
+    {
         expect(&server.raw("GET", "/v1/stats", &[("Host", &host)], b""), 200, &host);
     }
     assert_eq!(server.get("/v1/stats").json()["queues"][0]["ready"], 2, "only the two allowed adds");
+}
+
+#[test]
+fn with_a_token_any_host_is_answered() {
+    let scratch = Scratch::new();
+    let file = new_file(&scratch);
+    let server = start(&file, &[], &[("UKUE_TOKEN", "s3cret")]);
+    let evil = format!("evil.example:{}", server.port);
+    let headers = [("Host", evil.as_str()), ("Authorization", "Bearer s3cret")];
+    expect(&server.raw("GET", "/v1/stats", &headers, b""), 200, "a DNS name pointing here, with the token");
 }
 
 #[test]

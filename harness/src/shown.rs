@@ -178,6 +178,10 @@ shown_tuple!(A, B, C);
 shown_tuple!(A, B, C, D);
 shown_tuple!(A, B, C, D, E);
 shown_tuple!(A, B, C, D, E, F);
+shown_tuple!(A, B, C, D, E, F, G);
+shown_tuple!(A, B, C, D, E, F, G, H);
+shown_tuple!(A, B, C, D, E, F, G, H, I);
+shown_tuple!(A, B, C, D, E, F, G, H, I, J);
 
 #[cfg(test)]
 mod tests {

@@ -55,6 +55,23 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     // `should` cases: they fail under --strict, which every run here has.
     ("serve-keeps-abandoned-claims", "http/poll-disconnect-gives-back"),
     ("serve-refuses-unread", "http/keep-alive-after-refusal"),
+    // The servers of spec/COMMAND.md §6 and §13 (`serve-retry-conflict`'s case is a `should`).
+    ("serve-negative-delay", "http/refusals"),
+    ("serve-retry-conflict", "http/refusal-statuses"),
+    ("serve-milliseconds", "http/add-options"),
+    ("serve-milliseconds", "http/claim-options"),
+    ("serve-json-content-type-only", "http/add-options"),
+    ("serve-ignores-retry-in", "http/fail-options"),
+    ("serve-expired-lease-lost", "http/lease-lost"),
+    ("serve-looks-only-at-ends", "http/claim-wakes"),
+    ("serve-list-limit-50", "http/list-filters"),
+    ("serve-retry-all-queues", "http/tidy"),
+    ("serve-ignores-keep-done", "http/tidy"),
+    ("serve-host-port", "http/hosts"),
+    ("serve-hosts-with-token", "http/hosts"),
+    ("serve-body-limit-short", "http/body-exact"),
+    ("serve-untrimmed-token", "http/serve-options"),
+    ("serve-stop-fails", "http/stop"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

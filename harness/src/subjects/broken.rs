@@ -49,6 +49,38 @@ pub enum ServeFlaw {
     /// A request with a method no endpoint has is refused before its body
     /// is read, and the connection closed without a word.
     RefusesUnread,
+    /// An add's negative `delay` (a number) is taken as 0.
+    NegativeDelayZero,
+    /// A retry of a job that is not dead answers 409, not 404.
+    RetryNotDeadConflict,
+    /// Durations given as numbers are read as milliseconds.
+    DurationsInMilliseconds,
+    /// A body without `Content-Type: application/json` is refused (415).
+    JsonContentTypeOnly,
+    /// A fail's `retry_in` is ignored: the backoff always.
+    IgnoresRetryIn,
+    /// A call about a held job whose lease has run out answers 409, though
+    /// nobody has put the job back.
+    ExpiredLeaseLost,
+    /// A waiting claim looks when it comes and when its wait ends, not in
+    /// between.
+    LooksOnlyAtEnds,
+    /// `GET /v1/jobs` without a limit lists 50 (the CLI's default).
+    ListLimitFifty,
+    /// `POST /v1/retry` ignores its `queue`.
+    RetryAllIgnoresQueue,
+    /// `--keep-done` is ignored.
+    IgnoresKeepDone,
+    /// Without a token, a Host whose port is not the server's is refused.
+    HostPortChecked,
+    /// With a token, a Host that names another machine is refused.
+    HostsCheckedWithToken,
+    /// The body limit is a byte short: a body of exactly `--max-body` is refused.
+    BodyLimitOneShort,
+    /// The token file's text is the token with its whitespace.
+    UntrimmedTokenFile,
+    /// On SIGINT or SIGTERM, serve exits with status 1.
+    StopExitsNonZero,
 }
 
 /// A server without flaws of its own.
@@ -224,6 +256,111 @@ pub const BUGS: &[Bug] = &[
         edits: &[],
         replaced: &[],
         serve: ServeFlaw::RefusesUnread,
+    },
+    Bug {
+        name: "serve-negative-delay",
+        what: "http.add-delay: an add with a negative delay is taken as due at once, not refused",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::NegativeDelayZero,
+    },
+    Bug {
+        name: "serve-retry-conflict",
+        what: "http.status-404: a retry of a job that is not dead answers 409",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::RetryNotDeadConflict,
+    },
+    Bug {
+        name: "serve-milliseconds",
+        what: "http.duration: durations given as numbers are read as milliseconds",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::DurationsInMilliseconds,
+    },
+    Bug {
+        name: "serve-json-content-type-only",
+        what: "http.any-content-type: a body without Content-Type: application/json (curl -d) is refused with 415",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::JsonContentTypeOnly,
+    },
+    Bug {
+        name: "serve-ignores-retry-in",
+        what: "http.fail-retry-in: a fail's retry_in is ignored, the backoff taken always",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::IgnoresRetryIn,
+    },
+    Bug {
+        name: "serve-expired-lease-lost",
+        what: "http.lease-lost: an ack, fail, extend or release after the lease ran out answers 409, though nobody put the job back",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::ExpiredLeaseLost,
+    },
+    Bug {
+        name: "serve-looks-only-at-ends",
+        what: "http.claim-wait: a waiting claim looks for a job when it comes and when its wait ends, not in between",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::LooksOnlyAtEnds,
+    },
+    Bug {
+        name: "serve-list-limit-50",
+        what: "http.list-limit: GET /v1/jobs without a limit lists 50 jobs (the CLI's default), not 100",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::ListLimitFifty,
+    },
+    Bug {
+        name: "serve-retry-all-queues",
+        what: "http.retry-all: POST /v1/retry ignores its queue and retries every dead job",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::RetryAllIgnoresQueue,
+    },
+    Bug {
+        name: "serve-ignores-keep-done",
+        what: "serve.keep-done: serve --keep-done deletes acked jobs",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::IgnoresKeepDone,
+    },
+    Bug {
+        name: "serve-host-port",
+        what: "http.hosts: without a token, a request to localhost on another port than the server's (a tunnel's) is refused",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::HostPortChecked,
+    },
+    Bug {
+        name: "serve-hosts-with-token",
+        what: "http.hosts-token: with a token, a request addressed to another host name is refused",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::HostsCheckedWithToken,
+    },
+    Bug {
+        name: "serve-body-limit-short",
+        what: "http.max-body: a body of exactly --max-body bytes is refused",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::BodyLimitOneShort,
+    },
+    Bug {
+        name: "serve-untrimmed-token",
+        what: "serve.token: the token is the token file's text with its whitespace and line end",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::UntrimmedTokenFile,
+    },
+    Bug {
+        name: "serve-stop-fails",
+        what: "serve.stop: serve exits with status 1 when SIGINT or SIGTERM stops it",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::StopExitsNonZero,
     },
 ];
 

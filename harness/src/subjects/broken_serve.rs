@@ -71,6 +71,142 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                 refused
             }))
         }),
+        ServeFlaw::NegativeDelayZero => edit_body(
+            options,
+            args,
+            |m, p| m == "POST" && p == "/v1/jobs",
+            |body| {
+                if body["delay"].as_f64().is_some_and(|d| d < 0.0) {
+                    body["delay"] = 0.into();
+                }
+            },
+        ),
+        ServeFlaw::DurationsInMilliseconds => edit_body(
+            options,
+            args,
+            |m, _| m == "POST",
+            |body| {
+                for key in ["delay", "lease", "wait", "retry_in"] {
+                    if let Some(n) = body.get(key).and_then(serde_json::Value::as_f64) {
+                        body[key] = (n / 1000.0).into();
+                    }
+                }
+            },
+        ),
+        ServeFlaw::IgnoresRetryIn => edit_body(
+            options,
+            args,
+            |m, p| m == "POST" && p.ends_with("/fail"),
+            |body| {
+                if let Some(body) = body.as_object_mut() {
+                    body.remove("retry_in");
+                }
+            },
+        ),
+        ServeFlaw::RetryAllIgnoresQueue => edit_body(
+            options,
+            args,
+            |m, p| m == "POST" && p == "/v1/retry",
+            |body| {
+                if let Some(body) = body.as_object_mut() {
+                    body.remove("queue");
+                }
+            },
+        ),
+        ServeFlaw::RetryNotDeadConflict => serve_with(options, args, |api| {
+            api.layer(from_fn(|request: Request, next: Next| async move {
+                let retry = request.uri().path().ends_with("/retry") && request.uri().path() != "/v1/retry";
+                let response = next.run(request).await;
+                if retry && response.status() == StatusCode::NOT_FOUND {
+                    return refusal(StatusCode::CONFLICT, "the job is not dead");
+                }
+                response
+            }))
+        }),
+        ServeFlaw::JsonContentTypeOnly => serve_with(options, args, |api| {
+            api.layer(from_fn(|request: Request, next: Next| async move {
+                let json = request
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.starts_with("application/json"));
+                if request.method() == axum::http::Method::POST && !json {
+                    return refusal(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        "send Content-Type: application/json",
+                    );
+                }
+                next.run(request).await
+            }))
+        }),
+        ServeFlaw::ExpiredLeaseLost => {
+            let file = args.file.clone();
+            let opener = options.clone();
+            let lost = move |request: Request, next: Next| {
+                refuse_expired(file.clone(), opener.clone(), request, next)
+            };
+            serve_with(options, args, move |api| api.layer(from_fn(lost)))
+        }
+        ServeFlaw::LooksOnlyAtEnds => serve_with(options, args, |api| api.layer(from_fn(look_at_ends))),
+        ServeFlaw::ListLimitFifty => serve_with(options, args, |api| {
+            api.layer(from_fn(|mut request: Request, next: Next| async move {
+                let uri = request.uri();
+                let query = uri.query().unwrap_or("");
+                if uri.path() == "/v1/jobs" && !query.split('&').any(|kv| kv.starts_with("limit=")) {
+                    let query =
+                        if query.is_empty() { "limit=50".to_string() } else { format!("{query}&limit=50") };
+                    if let Ok(edited) = format!("{}?{query}", uri.path()).parse() {
+                        *request.uri_mut() = edited;
+                    }
+                }
+                next.run(request).await
+            }))
+        }),
+        ServeFlaw::IgnoresKeepDone => {
+            args.keep_done = false;
+            serve(options, args)
+        }
+        ServeFlaw::HostPortChecked | ServeFlaw::HostsCheckedWithToken => {
+            let port = args.addr.port;
+            let tokened = token(&args)?.is_some();
+            let check_port = flaw == ServeFlaw::HostPortChecked;
+            let hosts = move |request: Request, next: Next| async move {
+                let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+                let (name, given) = match host.rsplit_once(':') {
+                    Some((name, p)) if !p.contains(']') => (name, Some(p)),
+                    _ => (host, None),
+                };
+                let name = name.trim_start_matches('[').trim_end_matches(']');
+                let refused = if check_port {
+                    !tokened && given.is_some_and(|p| p != port.to_string())
+                } else {
+                    tokened && !["localhost", "127.0.0.1", "::1"].contains(&name)
+                };
+                if refused {
+                    return refusal(
+                        StatusCode::FORBIDDEN,
+                        "this server only answers requests addressed to it",
+                    );
+                }
+                next.run(request).await
+            };
+            serve_with(options, args, move |api| api.layer(from_fn(hosts)))
+        }
+        ServeFlaw::BodyLimitOneShort => {
+            args.max_body = args.max_body.saturating_sub(1).max(1);
+            serve(options, args)
+        }
+        ServeFlaw::UntrimmedTokenFile => {
+            if let Some(path) = args.token_file.take() {
+                // Before any thread of the server's runs.
+                std::env::set_var("UKUE_TOKEN", std::fs::read_to_string(path)?);
+            }
+            serve(options, args)
+        }
+        ServeFlaw::StopExitsNonZero => {
+            serve(options, args)?;
+            anyhow::bail!("stopped")
+        }
         ServeFlaw::FinishesAbandonedClaims => {
             let file = args.file.clone();
             let opener = options.clone();
@@ -80,6 +216,90 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             serve_with(options, args, move |api| api.layer(from_fn(finish)))
         }
     }
+}
+
+/// A refusal as the reference writes one.
+fn refusal(status: StatusCode, msg: &str) -> Response {
+    let mut refused = Response::new(Body::from(serde_json::json!({ "error": msg }).to_string()));
+    *refused.status_mut() = status;
+    refused.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    refused
+}
+
+/// Serves with a layer that edits the JSON body of each request that
+/// `applies` to (its method and path) before the reference reads it.
+fn edit_body(
+    options: OpenOptions,
+    args: ServeArgs,
+    applies: fn(&str, &str) -> bool,
+    edit: fn(&mut serde_json::Value),
+) -> anyhow::Result<()> {
+    let layer = move |request: Request, next: Next| async move {
+        if !applies(request.method().as_str(), request.uri().path()) {
+            return next.run(request).await;
+        }
+        let (mut parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let bytes = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(mut value) => {
+                edit(&mut value);
+                axum::body::Bytes::from(value.to_string())
+            }
+            Err(_) => bytes,
+        };
+        parts.headers.remove(header::CONTENT_LENGTH);
+        next.run(Request::from_parts(parts, Body::from(bytes))).await
+    };
+    serve_with(options, args, move |api| api.layer(from_fn(layer)))
+}
+
+/// A call about a held job (`/v1/jobs/{id}/ack` …) whose lease has run
+/// out, by the file, answers 409.
+async fn refuse_expired(file: PathBuf, options: OpenOptions, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_string();
+    let held = ["/ack", "/fail", "/extend", "/release"].iter().any(|step| path.ends_with(step));
+    let id =
+        path.strip_prefix("/v1/jobs/").and_then(|rest| rest.split('/').next()).and_then(|id| id.parse().ok());
+    if let (true, Some(id)) = (held, id) {
+        let lease = tokio::task::spawn_blocking(move || options.open(&file).and_then(|f| f.get(id)))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten()
+            .and_then(|job| job.lease_until);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        if lease.is_some_and(|until| until <= now) {
+            return refusal(StatusCode::CONFLICT, "the lease ran out");
+        }
+    }
+    next.run(request).await
+}
+
+/// A claim with a `wait` sleeps it out, then looks once.
+async fn look_at_ends(request: Request, next: Next) -> Response {
+    if request.uri().path() != "/v1/claim" {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    };
+    let wait = value.get("wait").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    if let Some(body) = value.as_object_mut() {
+        body.remove("wait");
+    }
+    // A first look, as a claim that finds a job at once answers.
+    let first = Request::from_parts(parts.clone(), Body::from(value.to_string()));
+    let response = next.clone().run(first).await;
+    if response.status() != StatusCode::NO_CONTENT || wait <= 0.0 {
+        return response;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs_f64(wait.min(30.0))).await;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    next.run(Request::from_parts(parts, Body::from(value.to_string()))).await
 }
 
 /// The token as the reference reads it: `--token-file`, or `UKUE_TOKEN`.

@@ -80,7 +80,8 @@ pub fn launch(
         .spawn(&mut cmd)
         .map_err(|e| Failure::error(format!("{} serve to start", who.name), e.to_string()))?;
     let deadline = Instant::now() + STARTUP;
-    let connect_to = if addr_host == "0.0.0.0" { "127.0.0.1" } else { addr_host };
+    // Every interface (`0.0.0.0`, or an empty host): reached on loopback.
+    let connect_to = if addr_host == "0.0.0.0" || addr_host.is_empty() { "127.0.0.1" } else { addr_host };
     loop {
         if let Some(status) = process.child.try_wait()? {
             let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();

@@ -15,39 +15,36 @@ use subtle::ConstantTimeEq;
 use super::wire::{read_body, ApiError};
 use super::Server;
 
-/// The host names a loopback server answers to, and its port.
+/// The host names a loopback server without a token answers to.
 #[derive(Debug, Clone)]
 pub struct Hosts {
     names: Vec<String>,
-    port: u16,
 }
 
 impl Hosts {
     pub fn loopback(bound: SocketAddr) -> Hosts {
         let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
         names.push(bound.ip().to_string());
-        Hosts { names, port: bound.port() }
+        Hosts { names }
     }
 
-    /// A Host header names this machine, and the bound port when it names one.
+    /// A Host header names this machine. Its port is not looked at, as
+    /// the published server does not: a tunnel's (`ssh -L 8080:…`) is not
+    /// the server's, and a DNS name is what a web page cannot change.
     fn allows(&self, host: &str) -> bool {
-        let (name, port) = split_host(host);
+        let name = host_name(host);
         self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
-            && port.is_none_or(|p| p == self.port.to_string())
     }
 }
 
-/// `[::1]:7660` → (`::1`, Some(`7660`)); `localhost` → (`localhost`, None).
-fn split_host(host: &str) -> (&str, Option<&str>) {
+/// `[::1]:7660` → `::1`; `localhost:7660` and `localhost` → `localhost`.
+fn host_name(host: &str) -> &str {
     if let Some(rest) = host.strip_prefix('[') {
-        return match rest.split_once(']') {
-            Some((name, tail)) => (name, tail.strip_prefix(':')),
-            None => (host, None),
-        };
+        return rest.split_once(']').map_or(host, |(name, _)| name);
     }
     match host.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => (name, Some(port)),
-        _ => (host, None),
+        Some((name, _)) if !name.contains(':') => name,
+        _ => host,
     }
 }
 
@@ -73,11 +70,8 @@ pub async fn whole_body(State(limit): State<usize>, request: Request, next: Next
 pub async fn host_check(State(hosts): State<Arc<Hosts>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
     if !hosts.allows(host) {
-        let msg = format!(
-            "this server only answers requests addressed to localhost, 127.0.0.1 or [::1] on port {}",
-            hosts.port
-        );
-        return ApiError(StatusCode::FORBIDDEN, msg).into_response();
+        let msg = "this server only answers requests addressed to localhost, 127.0.0.1 or [::1]";
+        return ApiError(StatusCode::FORBIDDEN, msg.into()).into_response();
     }
     next.run(request).await
 }
@@ -158,10 +152,12 @@ mod tests {
     #[test]
     fn hosts() {
         let hosts = Hosts::loopback("127.0.0.1:7660".parse().unwrap());
-        for ok in ["localhost:7660", "127.0.0.1:7660", "[::1]:7660", "LOCALHOST", "127.0.0.1"] {
+        for ok in
+            ["localhost:7660", "127.0.0.1:7660", "[::1]:7660", "LOCALHOST", "127.0.0.1", "localhost:8080"]
+        {
             assert!(hosts.allows(ok), "{ok}");
         }
-        for refused in ["evil.example:7660", "localhost:80", "", "127.0.0.2:7660", "evil.example"] {
+        for refused in ["evil.example:7660", "", "127.0.0.2:7660", "evil.example", "[::2]:7660"] {
             assert!(!hosts.allows(refused), "{refused}");
         }
     }

@@ -71,7 +71,10 @@ pub fn serve_with(
             token,
             stop: stop.clone(),
         });
-        let hosts = loopback.then(|| guard::Hosts::loopback(bound));
+        // With a token, the token is the guard, and any host name is
+        // answered (as the published server does): a name of this machine
+        // in /etc/hosts, a tunnel's.
+        let hosts = (loopback && server.token.is_none()).then(|| guard::Hosts::loopback(bound));
         let auth = if server.token.is_some() { "token required" } else { "no token" };
         eprintln!("ukue serve: {} on http://{bound} ({auth})", args.file.display());
         let app = around(routes::router(server, hosts));

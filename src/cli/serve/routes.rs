@@ -100,6 +100,12 @@ async fn add(State(server): Srv, body: Body) -> Answer {
         job = job.max_attempts(req.max_attempts);
     }
     if let Some(delay) = req.delay {
+        if delay.0 < 0.0 {
+            return Err(ApiError::bad("delay can't be negative"));
+        }
+        if delay.0 > 0.0 && req.run_at.is_some() {
+            return Err(ApiError::bad("give a delay or a run_at, not both"));
+        }
         job = job.delay(delay.duration());
     }
     if let Some(at) = req.run_at {
@@ -229,6 +235,11 @@ async fn retry(State(server): Srv, Path(id): Path<String>) -> Answer {
     }
 }
 
+/// The jobs `GET /v1/jobs` lists without a limit (API.md's server: not
+/// the CLI's 50), and the most it lists: a larger limit is taken as this.
+const LIST_LIMIT: i64 = 100;
+const LIST_LIMIT_MOST: i64 = 1000;
+
 #[derive(Deserialize)]
 struct ListQuery {
     queue: Option<String>,
@@ -242,7 +253,7 @@ async fn list(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Answer {
     let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
-    let mut filter = ListFilter { queue: q.queue.and_then(opt), ..ListFilter::default() };
+    let mut filter = ListFilter { queue: q.queue.and_then(opt), limit: LIST_LIMIT, ..ListFilter::default() };
     if let Some(state) = q.state.and_then(opt) {
         filter.state = Some(state.parse::<ListState>().map_err(ApiError::bad)?);
     }
@@ -257,8 +268,9 @@ async fn list(
         filter.limit = limit
             .parse()
             .ok()
-            .filter(|l| *l >= 1)
-            .ok_or_else(|| ApiError::bad("limit must be a positive whole number"))?;
+            .filter(|l: &i64| *l >= 1)
+            .ok_or_else(|| ApiError::bad("limit must be a positive whole number"))?
+            .min(LIST_LIMIT_MOST);
     }
     let jobs = server.store.list(filter).await?;
     Ok(wire::json(StatusCode::OK, ListJson { jobs: jobs.iter().map(JobJson::from).collect() }))

@@ -101,7 +101,13 @@ impl<'de> Deserialize<'de> for Seconds {
             serde::de::Error::custom(r#"a duration must be a number of seconds or a string such as "90s""#)
         })? {
             Raw::Number(n) => n,
-            Raw::Text(t) => duration::parse(&t).map_err(serde::de::Error::custom)?.as_secs_f64(),
+            // Go's syntax has a sign; what a negative duration means is the endpoint's.
+            Raw::Text(t) => match t.strip_prefix('-') {
+                Some(magnitude) if !magnitude.starts_with(['-', '+']) => {
+                    -duration::parse(magnitude).map_err(serde::de::Error::custom)?.as_secs_f64()
+                }
+                _ => duration::parse(&t).map_err(serde::de::Error::custom)?.as_secs_f64(),
+            },
         };
         if !secs.is_finite() || secs.abs() > 1e9 {
             return Err(serde::de::Error::custom("duration out of range"));
@@ -208,6 +214,20 @@ mod tests {
     fn compact_keeps_order_and_strings() {
         let text = r#"{ "z" : [1, 2], "a": "x \" y\\", "b": {} }"#;
         assert_eq!(String::from_utf8(super::compact(text)).unwrap(), r#"{"z":[1,2],"a":"x \" y\\","b":{}}"#);
+    }
+
+    #[test]
+    fn durations_are_seconds_or_go_strings_with_a_sign() {
+        let secs = |text: &str| serde_json::from_str::<super::Seconds>(text).map(|s| s.0).ok();
+        assert_eq!(secs("30"), Some(30.0));
+        assert_eq!(secs("0.5"), Some(0.5));
+        assert_eq!(secs(r#""1h30m""#), Some(5400.0));
+        assert_eq!(secs(r#""-5s""#), Some(-5.0));
+        assert_eq!(secs(r#""+5s""#), Some(5.0));
+        assert_eq!(secs("-5"), Some(-5.0));
+        for bad in [r#""soon""#, r#""5""#, r#""-""#, r#""--5s""#, r#""-+5s""#, "true", "1e10"] {
+            assert_eq!(secs(bad), None, "{bad}");
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::parse_time;
 use crate::cases::{Case, CaseResult, Failure};
 use crate::shown::rfc3339;
 use crate::subjects::ctx::Ctx;
@@ -79,12 +80,6 @@ impl Held {
             )),
         }
     }
-}
-
-/// Milliseconds since 1970 of an RFC 3339 time.
-fn parse_time(text: &str) -> Option<i64> {
-    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 fn claim(client: &Client, lease_ms: i64) -> Result<Option<Held>, Failure> {

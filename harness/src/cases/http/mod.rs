@@ -3,8 +3,13 @@
 //! token, the body limit, bad requests, requests from web pages and other
 //! hosts, and the refusals at startup; jobs delivered over HTTP and
 //! through the file at once ([`delivery`]); a killed server and clients
-//! that leave ([`faults`]). A subject whose `serve` is missing is skipped,
-//! not failed (`needs.serve`, subjects::server::missing_serve).
+//! that leave ([`faults`]). The items of spec/COMMAND.md §6 and §13, each
+//! case naming the item it checks first: every refusal in a table
+//! ([`refusals`]), an add's keys and what any body may be ([`adding`]),
+//! claims and the calls about a held job ([`holding`]), listing and
+//! tidying up ([`tidying`]), and `serve`'s options, guards and stop
+//! ([`serving`]). A subject whose `serve` is missing is skipped, not
+//! failed (`needs.serve`, subjects::server::missing_serve).
 //!
 //! Levels: `must` is what API.md states and the published server does;
 //! where API.md names no status (a refused token, a body too large, a bad
@@ -12,9 +17,14 @@
 //! and `http/published-statuses` (`should`) asks for the published
 //! server's own.
 
+mod adding;
 mod connections;
 mod delivery;
 mod faults;
+mod holding;
+mod refusals;
+mod serving;
+mod tidying;
 
 use serde_json::{json, Value};
 
@@ -90,6 +100,11 @@ pub fn cases() -> Vec<Case> {
     ];
     cases.extend(delivery::cases(case));
     cases.extend(faults::cases(case));
+    cases.extend(refusals::cases(case));
+    cases.extend(adding::cases(case));
+    cases.extend(holding::cases(case));
+    cases.extend(tidying::cases(case));
+    cases.extend(serving::cases(case));
     cases
 }
 
@@ -105,6 +120,20 @@ fn rule(id: &str) -> &'static str {
         }
         "mixed-delivery" | "mixed-delivery-python" => "6.3",
         "refuses-format-2" => "2.3",
+        // The cases of spec/COMMAND.md §6 and §13 name the item they check first.
+        "refusals" => "http.refusal-4xx",
+        "refusal-statuses" => "http.status-400",
+        "add-options" => "http.add",
+        "claim-options" => "http.claim-lease",
+        "fail-options" => "http.fail-retry-in",
+        "lease-lost" => "http.lease-lost",
+        "claim-wakes" => "http.claim-wait",
+        "list-filters" => "http.list",
+        "tidy" => "http.retry-all",
+        "hosts" => "http.hosts",
+        "body-exact" => "http.max-body",
+        "serve-options" => "serve.token",
+        "stop" => "serve.stop",
         _ => "1.4",
     }
 }
@@ -412,14 +441,103 @@ fn without_token(port: u16) -> Result<Vec<Refused>, Failure> {
 
 /// A 2000-byte add to a server started with `--max-body 1000`.
 fn over_limit(port: u16, token: Option<&str>) -> Result<Refused, Failure> {
-    let body = json!({"queue": "q", "payload": "x".repeat(2000)}).to_string();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let request = format!(
-        "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let reply = raw(port, request.as_bytes())?;
+    let reply = add_of_size(port, token, 2000)?;
     Ok(Refused { what: "a 2000-byte body with --max-body 1000".into(), reply, published: 413 })
+}
+
+/// An add whose body is `{"queue": "q", "payload": "xx…"}` of exactly
+/// `size` bytes (at least 30), written raw: a client library may not send
+/// a body past a limit, nor wait for the answer before it has sent it all.
+fn add_of_size(port: u16, token: Option<&str>, size: usize) -> Result<server::Reply, Failure> {
+    let frame = json!({"queue": "q", "payload": ""}).to_string().len();
+    let body = json!({"queue": "q", "payload": "x".repeat(size.saturating_sub(frame))}).to_string();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let mut request = format!(
+        "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body.as_bytes());
+    raw(port, &request)
+}
+
+/// A request written raw, with exactly the headers given (no
+/// Content-Type unless one is among them, as `curl -d` sends its own).
+fn raw_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<server::Reply, Failure> {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()));
+    let mut request = head.into_bytes();
+    request.extend_from_slice(body);
+    raw(port, &request)
+}
+
+/// Whether `value` is a time as the API writes it: RFC 3339 in UTC with
+/// milliseconds, `2026-10-06T09:00:00.000Z`.
+fn is_time(value: &Value) -> bool {
+    value.as_str().is_some_and(|t| {
+        let b = t.as_bytes();
+        let digits = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+        b.len() == 24
+            && digits(0..4)
+            && digits(5..7)
+            && digits(8..10)
+            && digits(11..13)
+            && digits(14..16)
+            && digits(17..19)
+            && digits(20..23)
+            && [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (23, b'Z')]
+                .iter()
+                .all(|&(at, c)| b[at] == c)
+            && parse_time(t).is_some()
+    })
+}
+
+/// An answer's object is `expected`; both shown as JSON.
+fn same_json(seen: serde_json::Map<String, Value>, expected: Value, what: &str) -> CaseResult {
+    let seen = Value::Object(seen);
+    ensure!(seen == expected, format!("{what}: {expected}"), format!("{what}: {seen}"));
+    Ok(())
+}
+
+/// Slack for a time the server writes against our clock around the
+/// request (the same clock, rounded to the millisecond).
+const CLOCK_SLACK_MS: i64 = 50;
+
+/// `seen` is `offset` ms after a moment between `before` and `after` (our
+/// clock around the request that set it), as a time the server takes
+/// when it serves the request and adds `offset` to.
+fn near(seen: i64, offset: i64, before: i64, after: i64, what: &str) -> CaseResult {
+    let at = seen - offset;
+    ensure!(
+        at >= before - CLOCK_SLACK_MS && at <= after + CLOCK_SLACK_MS,
+        format!("{what}: {offset} ms after the request (sent at {before} ms, answered at {after} ms)"),
+        format!("{seen} ms: {} ms after it was sent", seen - before)
+    );
+    Ok(())
+}
+
+/// Milliseconds since 1970 of an RFC 3339 time.
+fn parse_time(text: &str) -> Option<i64> {
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// The JSON object of an answer with `status`, or a failure saying what came.
+fn answer(reply: &server::Reply, status: u16, what: &str) -> Result<serde_json::Map<String, Value>, Failure> {
+    expect(reply, status, what)?;
+    match reply.json() {
+        Some(Value::Object(object)) => Ok(object),
+        _ => Err(Failure::fail(format!("{what}: a JSON object"), reply.show())),
+    }
 }
 
 /// A bad request: what it is, method, path, body, the published status.
@@ -519,14 +637,20 @@ fn published_statuses(ctx: &mut Ctx) -> CaseResult {
     holds_jobs(ctx, &file, 0, "after refused requests")?;
     let open = server::serve(ctx, &file, &[], &[])?;
     refused.extend(other_host(&Client::new(open.port, None))?);
-    for r in &refused {
+    at_published(&refused)?;
+    holds_jobs(ctx, &file, 0, "after refused requests")
+}
+
+/// Each refusal has the published server's status.
+fn at_published(refused: &[Refused]) -> CaseResult {
+    for r in refused {
         ensure!(
             r.reply.status == r.published,
             format!("{}: {} as the published server answers", r.what, r.published),
             format!("{}: {}", r.what, r.reply.show())
         );
     }
-    holds_jobs(ctx, &file, 0, "after refused requests")
+    Ok(())
 }
 
 fn cross_origin(ctx: &mut Ctx) -> CaseResult {

@@ -31,7 +31,7 @@ const JOB_KEYS: [&str; 11] = [
     "updated_at",
 ];
 
-pub(super) const STATS_KEYS: [&str; 8] =
+pub(crate) const STATS_KEYS: [&str; 8] =
     ["queue", "ready", "delayed", "running", "expired", "dead", "done", "oldest_due"];
 
 /// The JOB object the contract gives for a row.
@@ -68,7 +68,7 @@ pub(super) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a st
 /// the same values, times in RFC 3339 UTC with milliseconds, and the
 /// payload as `payload` when UTF-8, else as `payload_base64` (the other of
 /// the two absent or null).
-pub(super) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
+pub(crate) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
     let keys = object_keys(seen, what)?;
     let missing: Vec<&str> = JOB_KEYS.iter().copied().filter(|k| !keys.contains(k)).collect();
     let extra: Vec<&str> = keys
