@@ -14,7 +14,7 @@ use crate::{ensure, ensure_eq};
 
 /// RFC 3339 in UTC with milliseconds, as the contract's JSON shows times:
 /// `2026-10-06T09:00:00.000Z`.
-pub(super) fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|at| {
@@ -46,7 +46,7 @@ const JOB_KEYS: [&str; 11] = [
     "updated_at",
 ];
 
-pub(super) const STATS_KEYS: [&str; 8] =
+pub(crate) const STATS_KEYS: [&str; 8] =
     ["queue", "ready", "delayed", "running", "expired", "dead", "done", "oldest_due"];
 
 /// The JOB object the contract gives for a row.
@@ -72,7 +72,7 @@ fn job_json(r: &Row) -> Value {
 }
 
 /// The keys of a JSON object, or a failure when it is none.
-pub(super) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a str>, Failure> {
+pub(crate) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a str>, Failure> {
     let object = value
         .as_object()
         .ok_or_else(|| Failure::fail(format!("{what} to be a JSON object"), clip(&value.to_string())))?;
@@ -83,7 +83,7 @@ pub(super) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a st
 /// the same values, times in RFC 3339 UTC with milliseconds, and the
 /// payload as `payload` when UTF-8, else as `payload_base64` (the other of
 /// the two absent or null).
-pub(super) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
+pub(crate) fn check_job(seen: &Value, r: &Row, what: &str) -> CaseResult {
     let keys = object_keys(seen, what)?;
     let missing: Vec<&str> = JOB_KEYS.iter().copied().filter(|k| !keys.contains(k)).collect();
     let extra: Vec<&str> = keys
@@ -125,7 +125,7 @@ fn published_variant(key: &str, got: &Value, r: &Row) -> bool {
 }
 
 /// The `jobs` array of `list --json`, with the top-level keys checked.
-pub(super) fn listed<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, Failure> {
+pub(crate) fn listed<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, Failure> {
     let keys = object_keys(value, what)?;
     ensure_eq!(keys, vec!["jobs"], format!("{what}: the top-level keys"));
     value["jobs"]

@@ -11,13 +11,13 @@
 
 mod add;
 mod claim;
-mod contract;
+pub(crate) mod contract;
 mod finish;
 mod manage;
 mod reading;
-mod rows;
+pub(crate) mod rows;
 mod running;
-mod setup;
+pub(crate) mod setup;
 
 use std::time::Duration;
 
