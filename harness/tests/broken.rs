@@ -55,6 +55,15 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     // `should` cases: they fail under --strict, which every run here has.
     ("serve-keeps-abandoned-claims", "http/poll-disconnect-gives-back"),
     ("serve-refuses-unread", "http/keep-alive-after-refusal"),
+    // The command line (spec/COMMAND.md) beyond the steps.
+    ("usage-exit-1", "cli/usage-exit-2"),
+    ("no-double-dash", "cli/double-dash"),
+    ("version-without-format", "cli/version"),
+    ("list-limit-plus-one", "cli/list-limit"),
+    ("raw-control-characters", "cli/text-escape"),
+    ("quiet-retry-purge", "cli/manage-prints"),
+    ("add-on-interrupt", "cli/add-stdin-interrupted"),
+    ("usage-twice", "cli/usage-once"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment
