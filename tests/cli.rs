@@ -125,6 +125,26 @@ fn bad_input_is_a_usage_error_and_writes_nothing() {
 }
 
 #[test]
+fn a_delay_of_0_goes_with_at_and_any_other_is_refused() {
+    let scratch = Scratch::new();
+    let p = new_file(&scratch);
+    assert_eq!(ok(&["add", &p, "q", "x", "--delay", "0", "--at", "2030-01-02T03:04:05.678Z"]), "1\n");
+    assert_eq!(json(&["show", &p, "1", "--json"])["run_at"], "2030-01-02T03:04:05.678Z");
+    let out = ukue(&["add", &p, "q", "x", "--delay", "1s", "--at", "2030-01-02T03:04:05.678Z"]);
+    expect_status(&out, 1, "ukue add --delay 1s --at TIME");
+    assert!(text(&out.stderr).starts_with("ukue add: "), "{}", text(&out.stderr));
+    assert_eq!(json(&["list", &p, "--json"])["jobs"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn list_of_no_jobs_says_so() {
+    let scratch = Scratch::new();
+    let p = new_file(&scratch);
+    assert_eq!(ok(&["list", &p]), "no jobs\n");
+    assert_eq!(ok(&["stats", &p]), "no jobs\n");
+}
+
+#[test]
 fn json_shapes_follow_the_contract() {
     let scratch = Scratch::new();
     let p = new_file(&scratch);
@@ -174,7 +194,7 @@ fn human_output_escapes_control_characters() {
     for args in [&["show", &p, "1"][..], &["list", &p][..], &["stats", &p][..]] {
         let out = ok(args);
         assert!(!out.contains('\x1b'), "ukue {}: raw escape in {out:?}", args.join(" "));
-        assert!(out.contains("\\u{1b}"), "ukue {}: {out:?}", args.join(" "));
+        assert!(out.contains("\\x1b"), "ukue {}: {out:?}", args.join(" "));
     }
 }
 

@@ -72,6 +72,15 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-body-limit-short", "http/body-exact"),
     ("serve-untrimmed-token", "http/serve-options"),
     ("serve-stop-fails", "http/stop"),
+    // The command line (spec/COMMAND.md) beyond the steps.
+    ("usage-exit-1", "cli/usage-exit-2"),
+    ("no-double-dash", "cli/double-dash"),
+    ("version-without-format", "cli/version"),
+    ("list-limit-plus-one", "cli/list-limit"),
+    ("raw-control-characters", "cli/text-escape"),
+    ("quiet-retry-purge", "cli/manage-prints"),
+    ("add-on-interrupt", "cli/add-stdin-interrupted"),
+    ("usage-twice", "cli/usage-once"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

@@ -89,8 +89,9 @@ pub struct AddArgs {
     pub queue: String,
     /// The payload; read from stdin when left out or `-`
     pub payload: Option<OsString>,
-    /// Run no sooner than this from now (Go syntax: 30s, 5m)
-    #[arg(long, value_parser = duration::parse, conflicts_with = "at")]
+    /// Run no sooner than this from now (Go syntax: 30s, 5m); a delay
+    /// other than 0 and --at are refused together (`add.delay-and-at`)
+    #[arg(long, value_parser = duration::parse)]
     pub delay: Option<Duration>,
     /// Run no sooner than this time (RFC 3339)
     #[arg(long, value_parser = super::time::parse)]

@@ -116,6 +116,11 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
             bytes
         }
     };
+    // `--delay 0` is no delay, so it goes with `--at` as the published
+    // command takes it; any other delay with `--at` is refused.
+    if args.at.is_some() && args.delay.is_some_and(|d| !d.is_zero()) {
+        bail!("give --delay or --at, not both");
+    }
     let mut job = NewJob::new(args.queue, payload);
     if let Some(p) = args.priority {
         job = job.priority(p);
@@ -123,7 +128,7 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(n) = args.attempts {
         job = job.max_attempts(n);
     }
-    if let Some(delay) = args.delay {
+    if let Some(delay) = args.delay.filter(|d| !d.is_zero()) {
         job = job.delay(delay);
     }
     if let Some(at) = args.at {
@@ -207,6 +212,10 @@ fn list(files: Files, args: ListArgs, out: &mut dyn Write) -> Result<()> {
     if args.json {
         serde_json::to_writer(&mut *out, &ListJson { jobs: jobs.iter().map(JobJson::from).collect() })?;
         writeln!(out)?;
+        return Ok(());
+    }
+    if jobs.is_empty() {
+        writeln!(out, "no jobs")?;
         return Ok(());
     }
     let now = file.now();

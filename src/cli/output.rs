@@ -97,17 +97,19 @@ pub struct ListJson {
     pub jobs: Vec<JobJson>,
 }
 
-/// Text for a terminal: control characters (and backslashes, so the
-/// escaping can be read back) written as escapes.
+/// Text for a terminal: every control character (U+0000 to U+001F,
+/// U+007F, U+0080 to U+009F) written as `\xNN` (spec/COMMAND.md
+/// `text.escape`), newlines and tabs as `\n` and `\t` so that a field
+/// stays on its line, and backslashes doubled so the escaping can be read
+/// back.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
             c => out.push(c),
         }
     }
@@ -157,7 +159,8 @@ mod tests {
 
     #[test]
     fn escapes_control_characters() {
-        assert_eq!(escape("a\x1b[31mb\n"), "a\\u{1b}[31mb\\n");
+        assert_eq!(escape("a\x1b[31mb\n"), "a\\x1b[31mb\\n");
+        assert_eq!(escape("\r\0\x7f\u{85}\u{9f}\t\\"), "\\x0d\\x00\\x7f\\x85\\x9f\\t\\\\");
         assert_eq!(escape("plain é"), "plain é");
         assert_eq!(payload_text(&[0xff, 0x00]), "(base64) /wA=");
     }

@@ -84,6 +84,11 @@ pub fn listing(dir: &Path) -> Result<BTreeSet<String>, Failure> {
     Ok(names)
 }
 
+/// The whole numbers in `text` (`format 2 … format 1`: `["2", "1"]`).
+pub fn numbers(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).collect()
+}
+
 /// What a finished command did, for a report: `exit status 1` or
 /// `killed by signal 9`, then its stderr (clipped), or `nothing on stderr`.
 pub fn outcome(out: &Output) -> String {
@@ -163,4 +168,15 @@ pub fn show_args(args: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_a_message() {
+        assert_eq!(numbers("ukue file format 2 is newer than this program knows (format 1)"), vec!["2", "1"]);
+        assert_eq!(numbers("no number"), Vec::<&str>::new());
+    }
 }

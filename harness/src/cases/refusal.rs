@@ -72,11 +72,6 @@ fn init_add(file: &Path) -> [Vec<String>; 2] {
     ]
 }
 
-/// The whole numbers in `text`.
-fn numbers(text: &str) -> Vec<&str> {
-    text.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).collect()
-}
-
 /// What a changed header says, when bytes 18 and 19 (the journal mode:
 /// 1 a rollback journal, 2 WAL) are among the changes.
 fn journal_mode_change(before: &[u8], after: &[u8]) -> Option<String> {
@@ -147,7 +142,7 @@ fn expect_refused(
     if newer && out.status.code() != Some(0) {
         // Leave the path out: its name holds a 2 of its own.
         let message = stderr.replace(path_str(file), "FILE").replace(path_str(&ctx.dir), "DIR");
-        let found = numbers(&message);
+        let found = common::numbers(&message);
         if !(found.contains(&"2") && found.contains(&"1")) {
             problems
                 .push("the message does not name both versions, the file's (2) and the program's (1)".into());
@@ -293,12 +288,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn numbers_in_a_message() {
-        assert_eq!(numbers("ukue file format 2 is newer than this program knows (format 1)"), vec!["2", "1"]);
-        assert_eq!(numbers("no number"), Vec::<&str>::new());
     }
 
     #[test]

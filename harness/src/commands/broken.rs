@@ -5,6 +5,7 @@
 //! (`ADD_BUGS`), or with an edit of the command line (`CLI_BUGS`). The
 //! conformance tests show that the suite fails each one.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,7 +23,16 @@ pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
     if let Some(bug) = broken::cli_bug(&name) {
         let edit = bug.edit;
-        return main_with(move |command, out| run_edited(command, edit, out));
+        let mut words: Vec<OsString> = std::env::args_os().collect();
+        if let CliEdit::Argv(change) = edit {
+            words = change(words);
+        }
+        if let CliEdit::Unreadable(end) = edit {
+            if let Err(e) = Cli::try_parse_from(&words) {
+                return end(e);
+            }
+        }
+        return main_from(words, move |command, out| run_edited(command, edit, out));
     }
     if broken::ADD_BUGS.iter().any(|(bug, _)| *bug == name) {
         // `split-add`: `add` writes its row in two transactions.
@@ -56,7 +66,12 @@ pub fn main() -> ExitCode {
 /// The reference's command line, each command run by `run` (which hands
 /// the ones it leaves alone to `ukue::cli::run`).
 fn main_with(run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> ExitCode {
-    let cli = Cli::parse();
+    main_from(std::env::args_os().collect(), run)
+}
+
+/// [`main_with`] on the command line `words`.
+fn main_from(words: Vec<OsString>, run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> ExitCode {
+    let cli = Cli::parse_from(words);
     let name = cli.command.name();
     let mut out = std::io::stdout().lock();
     let result = run(cli.command, &mut out);
@@ -98,6 +113,8 @@ fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::R
             out.write_all(&change(name, printed))?;
             result
         }
+        CliEdit::Argv(_) => ukue::cli::run(command, &options, out),
+        CliEdit::Unreadable(_) => ukue::cli::run(command, &options, out),
     }
 }
 

@@ -4,7 +4,13 @@
 //! `ukue-broken` (the command line) and `ukue-driver` (a step driver) pick
 //! the edit named by the `UKUE_BROKEN` variable (crate::commands).
 
-use std::sync::Arc;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ukue::cli::args::Cmd;
 use ukue::worker::Outcome;
@@ -409,6 +415,13 @@ pub enum CliEdit {
     Outcome(fn(Outcome) -> Outcome),
     /// What a command (`list`, `show`…, named first) prints on stdout.
     Stdout(fn(&str, Vec<u8>) -> Vec<u8>),
+    /// The command line's words (the program's name first), before they
+    /// are read.
+    Argv(fn(Vec<OsString>) -> Vec<OsString>),
+    /// How a command line that cannot be read ends, in place of clap's
+    /// message and exit status 2 (clap's `--help` and `--version` come
+    /// here too).
+    Unreadable(fn(clap::Error) -> ExitCode),
 }
 
 pub const CLI_BUGS: &[CliBug] = &[
@@ -435,7 +448,136 @@ pub const CLI_BUGS: &[CliBug] = &[
         what: "work.stdin: `work` hands a command only the first 4 KiB of a larger payload on its stdin",
         edit: CliEdit::Job(|job| job.payload.truncate(4096)),
     },
+    CliBug {
+        name: "usage-exit-1",
+        what: "exit.usage: a command line that cannot be read exits with status 1, as an error does",
+        edit: CliEdit::Unreadable(|e| {
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { 1 } else { 0 })
+        }),
+    },
+    CliBug {
+        name: "usage-twice",
+        what: "exit.usage-once: the message of a usage error is printed twice",
+        edit: CliEdit::Unreadable(|e| {
+            let _ = e.print();
+            if e.use_stderr() {
+                let _ = e.print();
+            }
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }),
+    },
+    CliBug {
+        name: "no-double-dash",
+        what: "args.double-dash: `--` is dropped (but for `work`), so what follows it is read as flags",
+        edit: CliEdit::Argv(|words| {
+            let work = words.get(1).is_some_and(|w| w == "work");
+            words.into_iter().filter(|w| work || w != "--").collect()
+        }),
+    },
+    CliBug {
+        name: "version-without-format",
+        what: "version.output: `version` prints `ukue VERSION`, without the file format",
+        edit: CliEdit::Stdout(|name, out| match name {
+            "version" => String::from_utf8_lossy(&out).replace(" (file format 1)", "").into_bytes(),
+            _ => out,
+        }),
+    },
+    CliBug {
+        name: "list-limit-plus-one",
+        what: "list.limit: `list` shows one job more than its limit",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                args.limit += 1;
+            }
+        }),
+    },
+    CliBug {
+        name: "raw-control-characters",
+        what: "text.escape: the text output of stats, list and show writes control characters raw",
+        edit: CliEdit::Stdout(|name, out| match name {
+            "stats" | "list" | "show" => unescaped(&String::from_utf8_lossy(&out)).into_bytes(),
+            _ => out,
+        }),
+    },
+    CliBug {
+        name: "quiet-retry-purge",
+        what: "retry.ids: `retry` and `purge` print nothing of what they did",
+        edit: CliEdit::Stdout(|name, out| match name {
+            "retry" | "purge" => Vec::new(),
+            _ => out,
+        }),
+    },
+    CliBug {
+        name: "add-on-interrupt",
+        what:
+            "add.stdin-interrupted: an `add` that gets SIGINT or SIGTERM while it reads stdin adds what it \
+               has read so far",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Add(args) = cmd {
+                if args.payload.as_deref().is_none_or(|p| p == "-") {
+                    args.payload = Some(OsString::from_vec(stdin_until_signal()));
+                }
+            }
+        }),
+    },
 ];
+
+/// `text` with each `\xNN` the reference's escaping wrote turned back into
+/// its character.
+fn unescaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\\x") {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 2..at + 4).and_then(|hex| u32::from_str_radix(hex, 16).ok());
+        match code.and_then(char::from_u32) {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[at + 4..];
+            }
+            None => {
+                out.push_str("\\x");
+                rest = &rest[at + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Stdin up to its end, or up to the first SIGINT or SIGTERM, whichever
+/// comes first.
+fn stdin_until_signal() -> Vec<u8> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
+    let read = Arc::new(Mutex::new((Vec::new(), false)));
+    let reader = Arc::clone(&read);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        let mut stdin = std::io::stdin();
+        loop {
+            let n = stdin.read(&mut chunk).unwrap_or(0);
+            let mut read = reader.lock().unwrap_or_else(|p| p.into_inner());
+            read.0.extend_from_slice(&chunk[..n]);
+            if n == 0 {
+                read.1 = true;
+                return;
+            }
+        }
+    });
+    loop {
+        {
+            let read = read.lock().unwrap_or_else(|p| p.into_inner());
+            if read.1 || stop.load(Ordering::SeqCst) {
+                return read.0.clone();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 pub fn bug(name: &str) -> Option<&'static Bug> {
     BUGS.iter().find(|b| b.name == name)

@@ -57,7 +57,7 @@ fn job_json(r: &Row) -> Value {
 }
 
 /// The keys of a JSON object, or a failure when it is none.
-pub(super) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a str>, Failure> {
+pub(crate) fn object_keys<'a>(value: &'a Value, what: &str) -> Result<Vec<&'a str>, Failure> {
     let object = value
         .as_object()
         .ok_or_else(|| Failure::fail(format!("{what} to be a JSON object"), clip(&value.to_string())))?;
@@ -110,7 +110,7 @@ fn published_variant(key: &str, got: &Value, r: &Row) -> bool {
 }
 
 /// The `jobs` array of `list --json`, with the top-level keys checked.
-pub(super) fn listed<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, Failure> {
+pub(crate) fn listed<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, Failure> {
     let keys = object_keys(value, what)?;
     ensure_eq!(keys, vec!["jobs"], format!("{what}: the top-level keys"));
     value["jobs"]

@@ -15,7 +15,7 @@ pub(crate) mod contract;
 mod finish;
 mod manage;
 mod reading;
-mod rows;
+pub(crate) mod rows;
 mod running;
 pub(crate) mod setup;
 

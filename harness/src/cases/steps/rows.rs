@@ -9,12 +9,12 @@ use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::observe::file::{row, Row};
 
 /// One job that must be in the file.
-pub(super) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
+pub(crate) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
     row(file, id)?.ok_or_else(|| Failure::fail(format!("job {id} in the file"), "it is gone"))
 }
 
 /// A row on one line, for reports, in the contract's terms.
-pub(super) fn brief(r: &Row) -> String {
+pub(crate) fn brief(r: &Row) -> String {
     format!(
         "job {} (queue {}, {}, priority {}, attempts {}/{}, run_at {}, lease_until {}, token {}, \
          last_error {}, payload {})",
@@ -32,7 +32,7 @@ pub(super) fn brief(r: &Row) -> String {
     )
 }
 
-pub(super) fn brief_all(rows: &[Row]) -> String {
+pub(crate) fn brief_all(rows: &[Row]) -> String {
     if rows.is_empty() {
         return "no jobs".into();
     }
@@ -68,7 +68,7 @@ fn diff(before: &Row, after: &Row) -> String {
 
 /// Fails unless `after` is `before` but for the rows in `gone` (which must
 /// be deleted) and in `changed` (which the caller checks itself).
-pub(super) fn only_changed(
+pub(crate) fn only_changed(
     what: &str,
     before: &[Row],
     after: &[Row],
@@ -94,7 +94,7 @@ pub(super) fn only_changed(
 }
 
 /// Fails unless the span `value` (in ms) lies in `[low, high]`.
-pub(super) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
+pub(crate) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
     ensure!(
         (low..=high).contains(&value),
         format!("{what} in [{low}, {high}] ms"),
@@ -109,7 +109,7 @@ pub(super) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult 
 
 /// Fails unless the time `value` lies in `[low, high]`: the times in
 /// RFC 3339, how far off in ms.
-pub(super) fn within_time(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
+pub(crate) fn within_time(what: &str, value: i64, low: i64, high: i64) -> CaseResult {
     ensure!(
         (low..=high).contains(&value),
         format!("{what} in [{}, {}]", rfc3339(low), rfc3339(high)),
@@ -123,7 +123,7 @@ pub(super) fn within_time(what: &str, value: i64, low: i64, high: i64) -> CaseRe
     Ok(())
 }
 
-pub(super) fn not_running(r: &Row) -> CaseResult {
+pub(crate) fn not_running(r: &Row) -> CaseResult {
     ensure!(
         r.token.is_none() && r.lease_until.is_none(),
         format!("job {} ({}) with token and lease_until NULL", r.id, r.state),
@@ -132,11 +132,18 @@ pub(super) fn not_running(r: &Row) -> CaseResult {
     Ok(())
 }
 
-pub(super) fn has_error(r: &Row) -> CaseResult {
+pub(crate) fn has_error(r: &Row) -> CaseResult {
     ensure!(
         r.last_error.as_deref().is_some_and(|e| !e.trim().is_empty()),
         format!("job {} with last_error set", r.id),
         brief(r)
     );
     Ok(())
+}
+
+/// A row in a case's expected and seen, as [`brief`] shows it.
+impl crate::shown::Shown for Row {
+    fn shown(&self) -> String {
+        brief(self)
+    }
 }

@@ -1,0 +1,174 @@
+//! spec/COMMAND.md §7–9 and §12, the text (not JSON) output: a table, or
+//! `no jobs`; the fields of `show`; and control characters written as
+//! `\xNN` (the published `printable`: every one of U+0000–U+001F but
+//! newline and tab, U+007F and U+0080–U+009F).
+
+use crate::cases::steps::setup::{insert, Put};
+use crate::cases::{common, CaseResult, Failure};
+use crate::ensure;
+use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::probe::now_ms;
+use crate::subjects::Subject;
+
+use super::{run, shown, succeeded, text};
+
+/// A control character a terminal may act on.
+fn control(c: char) -> bool {
+    c != '\n' && c != '\t' && c.is_control()
+}
+
+/// A queue name, a payload and a last error full of them: escape
+/// sequences (ESC, CSI U+009B, OSC), BEL, CR, BS, NUL, DEL, NEL.
+const QUEUE: &str = "q\x1b[31mred\x07";
+const PAYLOAD: &str = "p\x1b]0;title\x07\r\x00\x7f\u{85}\u{9b}end";
+const ERROR: &str = "e\x1b[2J\x08\u{9b}x";
+
+/// `who args`, which must succeed; its stdout as text.
+fn output(ctx: &Ctx, who: &Subject, args: &[String]) -> Result<String, Failure> {
+    let out = run(ctx, who, args, None)?;
+    succeeded(ctx, who, args, &out, "to print the file's jobs")
+}
+
+fn args(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+pub(super) fn escape(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    let file = ctx.init("escape.ukue")?;
+    let now = now_ms();
+    let ids = insert(
+        &file,
+        &[
+            Put::new(QUEUE, "dead", now).blob(PAYLOAD.as_bytes()).error(ERROR),
+            Put::new("plain", "ready", now).text("fine"),
+        ],
+    )?;
+    let f = path_str(&file);
+    let id = ids[0].to_string();
+    // What each command shows: stats the queue; list the queue and the
+    // error (the published one also a part of the payload); show all three.
+    let checks: [(Vec<String>, &[&str]); 3] = [
+        (args(&["stats", f]), &[QUEUE]),
+        (args(&["list", f]), &[QUEUE, ERROR]),
+        (args(&["show", f, &id]), &[QUEUE, ERROR, PAYLOAD]),
+    ];
+    let mut problems = Vec::new();
+    for (args, fields) in checks {
+        let printed = output(ctx, &who, &args)?;
+        let raw: Vec<String> =
+            printed.chars().filter(|c| control(*c)).map(|c| format!("U+{:04X}", c as u32)).collect();
+        let lower = printed.to_lowercase();
+        let mut unescaped: Vec<String> = fields
+            .iter()
+            .flat_map(|field| field.chars())
+            .filter(|c| control(*c))
+            .map(|c| format!("\\x{:02x}", c as u32))
+            .filter(|escape| !lower.contains(escape.as_str()))
+            .collect();
+        unescaped.dedup();
+        if !raw.is_empty() || !unescaped.is_empty() {
+            problems.push(format!(
+                "{}: raw {raw:?}, no {unescaped:?}, in {:?}",
+                shown(ctx, &who, &args),
+                clip(&printed)
+            ));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::fail(
+        format!(
+            "stats, list and show (text) to write each control character of the queue {QUEUE:?}, the payload \
+             {PAYLOAD:?} and the last error {ERROR:?} as \\xNN, and none raw"
+        ),
+        problems.join("\n"),
+    ))
+}
+
+/// The lines of `printed` whose first word is `word`.
+fn rows_of(printed: &str, word: &str) -> usize {
+    printed.lines().filter(|l| l.split_whitespace().next() == Some(word)).count()
+}
+
+/// Fails unless `printed` is the line `no jobs`.
+fn no_jobs(what: &str, printed: &str) -> CaseResult {
+    ensure!(printed.trim() == "no jobs", format!("{what} to print `no jobs`"), format!("{printed:?}"));
+    Ok(())
+}
+
+pub(super) fn stats_text(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    let empty = ctx.init("empty.ukue")?;
+    no_jobs("`stats` of a file without jobs", &output(ctx, &who, &args(&["stats", path_str(&empty)]))?)?;
+    let file = ctx.init("stats.ukue")?;
+    let now = now_ms();
+    insert(
+        &file,
+        &[Put::new("alpha", "ready", now), Put::new("alpha", "ready", now), Put::new("beta", "dead", now)],
+    )?;
+    let printed = output(ctx, &who, &args(&["stats", path_str(&file)]))?;
+    ensure!(
+        rows_of(&printed, "alpha") == 1 && rows_of(&printed, "beta") == 1,
+        "`stats` of the queues alpha and beta to print a row for each (the queue first)",
+        format!("{printed:?}")
+    );
+    Ok(())
+}
+
+pub(super) fn list_text(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    let empty = ctx.init("empty.ukue")?;
+    no_jobs("`list` of a file without jobs", &output(ctx, &who, &args(&["list", path_str(&empty)]))?)?;
+    let file = ctx.init("list.ukue")?;
+    let now = now_ms();
+    let ids = insert(
+        &file,
+        &[Put::new("a", "ready", now), Put::new("a", "dead", now), Put::new("b", "done", now)],
+    )?;
+    let printed = output(ctx, &who, &args(&["list", path_str(&file)]))?;
+    let missing: Vec<i64> =
+        ids.iter().copied().filter(|id| rows_of(&printed, &id.to_string()) != 1).collect();
+    ensure!(
+        missing.is_empty(),
+        format!("`list` of jobs {ids:?} to print a row for each (the id first)"),
+        format!("no row (or more than one) for {missing:?}: {printed:?}")
+    );
+    let none = output(ctx, &who, &args(&["list", path_str(&file), "--queue", "nope"]))?;
+    no_jobs("`list --queue nope` (no such queue)", &none)
+}
+
+pub(super) fn show_text(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    let file = ctx.init("show.ukue")?;
+    let now = now_ms();
+    let binary: &[u8] = &[0xff, 0x00, 0x1b, 0xfe];
+    let ids = insert(
+        &file,
+        &[Put::new("alpha", "ready", now).text("hello, world"), Put::new("alpha", "dead", now).blob(binary)],
+    )?;
+    let f = path_str(&file);
+    let printed = output(ctx, &who, &args(&["show", f, &ids[0].to_string()]))?;
+    let lines: Vec<&str> = printed.lines().collect();
+    let line_with =
+        |word: &str| lines.iter().any(|l| l.split(|c: char| !c.is_alphanumeric()).any(|w| w == word));
+    ensure!(
+        lines.len() >= 4
+            && line_with(&ids[0].to_string())
+            && line_with("alpha")
+            && line_with("ready")
+            && printed.contains("hello, world"),
+        format!("`show` of job {} to print its fields one a line (its id, queue alpha, state ready) and its payload `hello, world`", ids[0]),
+        format!("{printed:?}")
+    );
+    let out = run(ctx, &who, &args(&["show", f, &ids[1].to_string()]), None)?;
+    let said = std::str::from_utf8(&out.stdout).map(str::to_lowercase);
+    ensure!(
+        out.status.code() == Some(0)
+            && said.as_ref().is_ok_and(|s| (s.contains("binary") || s.contains("base64")) && !s.contains('\x1b')),
+        format!("`show` of job {} (a payload that is no UTF-8) to exit 0 and say it is binary (or base64), in text", ids[1]),
+        format!("{}; stdout {:?}", common::outcome(&out), text(&out.stdout))
+    );
+    Ok(())
+}
