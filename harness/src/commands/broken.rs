@@ -5,7 +5,9 @@
 //! (`ADD_BUGS`), or with an edit of the command line (`CLI_BUGS`). The
 //! conformance tests show that the suite fails each one.
 
-use std::io::Write;
+use std::ffi::OsString;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -22,7 +24,11 @@ pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
     if let Some(bug) = broken::cli_bug(&name) {
         let edit = bug.edit;
-        return main_with(move |command, out| run_edited(command, edit, out));
+        let mut words: Vec<OsString> = std::env::args_os().collect();
+        if let CliEdit::Argv(change) = edit {
+            words = change(words);
+        }
+        return main_from(words, move |command, out| run_edited(command, edit, out));
     }
     if broken::ADD_BUGS.iter().any(|(bug, _)| *bug == name) {
         // `split-add`: `add` writes its row in two transactions.
@@ -56,7 +62,12 @@ pub fn main() -> ExitCode {
 /// The reference's command line, each command run by `run` (which hands
 /// the ones it leaves alone to `ukue::cli::run`).
 fn main_with(run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> ExitCode {
-    let cli = Cli::parse();
+    main_from(std::env::args_os().collect(), run)
+}
+
+/// [`main_with`] on the command line `words`.
+fn main_from(words: Vec<OsString>, run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> ExitCode {
+    let cli = Cli::parse_from(words);
     let name = cli.command.name();
     let mut out = std::io::stdout().lock();
     let result = run(cli.command, &mut out);
@@ -91,6 +102,15 @@ fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::R
             }
             command => ukue::cli::run(command, &options, out),
         },
+        CliEdit::Argv(_) => ukue::cli::run(command, &options, out),
+        CliEdit::AddStdin(change) => {
+            if let Cmd::Add(args) = &command {
+                if args.payload.as_deref().is_none_or(|p| p == "-") {
+                    edit_stdin(change)?;
+                }
+            }
+            ukue::cli::run(command, &options, out)
+        }
         CliEdit::Stdout(change) => {
             let name = command.name();
             let mut printed = Vec::new();
@@ -99,6 +119,18 @@ fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::R
             result
         }
     }
+}
+
+/// Reads stdin to its end and puts `change` of it in its place, so that
+/// the reference's `add` reads the edited bytes.
+fn edit_stdin(change: fn(Vec<u8>) -> Vec<u8>) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes)?;
+    let mut edited = tempfile::tempfile()?;
+    edited.write_all(&change(bytes))?;
+    edited.seek(SeekFrom::Start(0))?;
+    nix::unistd::dup2(edited.as_raw_fd(), 0)?;
+    Ok(())
 }
 
 /// The reference's handler, with each job and each outcome edited.
