@@ -121,10 +121,10 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "sweep/work-stdin",
     ),
     (
-        "a priority of 101 is taken",
-        "ukue_steps.py",
-        "if not MIN_PRIORITY <= priority <= MAX_PRIORITY:",
-        "if not MIN_PRIORITY <= priority <= MAX_PRIORITY + 1:",
+        "a number with a + sign is not read (`--priority +5`)",
+        "ukue.py",
+        r#"if s[:1] in ("+", "-"):"#,
+        r#"if s[:1] == "-":"#,
         "sweep/priority",
     ),
     (

@@ -84,7 +84,7 @@ fn numbers(ctx: &mut Ctx, flag: &str, table: &[(&str, Want)], column: fn(&Row) -
     for (i, (text, want)) in table.iter().enumerate() {
         let payload = format!("value-{i}");
         let args = ["add", &f, "q", &payload, flag, text];
-        let what = format!("{} {flag} {text:?}", shown(ctx, &args));
+        let what = shown(ctx, &args);
         match *want {
             Want::Value(v) => {
                 ensure_eq!(column(&added_row(ctx, &file, &args)?), v, format!("{what}: the value stored"))
@@ -205,7 +205,11 @@ pub fn work_durations(ctx: &mut Ctx) -> CaseResult {
         ensure!(
             held.is_some_and(|h| (lease_ms..=lease_ms + 1).contains(&h)),
             format!("{what}: lease_until {lease_ms} ms after the claim (--lease {lease})"),
-            format!("the command saw {held:?} ms (lease_until less updated_at)")
+            match held {
+                Some(held) =>
+                    format!("lease_until {held} ms after the claim (its updated_at), as the command saw it"),
+                None => "the command saw no lease_until".to_string(),
+            }
         );
     }
     Ok(())
@@ -352,7 +356,10 @@ pub fn queue_names_http(ctx: &mut Ctx) -> CaseResult {
             ensure!(
                 stored.as_deref() == Some(queue.as_str()),
                 format!("POST /v1/jobs with queue {name} to store it as given"),
-                format!("stored as {:?}", stored.map(|q| clip(&q)))
+                match stored {
+                    Some(q) => format!("stored as {:?}", clip(&q)),
+                    None => format!("job {id} is not in the file"),
+                }
             );
             continue;
         }

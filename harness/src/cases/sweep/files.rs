@@ -82,7 +82,8 @@ pub fn format_versions(ctx: &mut Ctx) -> CaseResult {
             std::fs::write(&file, &bytes)?;
             let placed: [(PathBuf, &[u8]); 1] = [(file.clone(), &bytes)];
             expect_refused(ctx, &subject, &args, &file, Some(&placed), None).map_err(|mut f| {
-                f.expected.push_str(&format!("\n(the file's format_version: {name}, stored as {stored:?})"));
+                f.expected
+                    .push_str(&format!("\n(the file's format_version: {name}, stored as {})", stored.sql()));
                 f
             })?;
         }
@@ -187,7 +188,10 @@ pub fn app_databases(ctx: &mut Ctx) -> CaseResult {
                 format!(
                     "{about} to leave it in WAL mode (header bytes 18/19 2/2), as the published command does"
                 ),
-                format!("header bytes 18/19 are {:?}", header.get(18..20))
+                match header.get(18..20) {
+                    Some(b) => format!("header bytes 18/19 are {}/{} (1/1: a rollback journal)", b[0], b[1]),
+                    None => format!("{} bytes: no SQLite header", header.len()),
+                }
             );
         }
     }

@@ -131,17 +131,20 @@ fn add(ctx: &Ctx, file: &Path, tail: &[&OsStr], stdin: Option<&[u8]>, how: &str)
     text.trim().parse().map_err(|_| Failure::fail(format!("{shown} to print the new id"), clip(&text)))
 }
 
-/// `add.payload-argument`: every payload an argument can hold, as the
+/// `add.payload-argument`: every payload of the argument way, as the
 /// argument (after `--` when it starts with a dash), is stored byte for
-/// byte.
+/// byte; the note names the payloads of the table no argument can hold.
 pub fn argument(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("jobs.ukue")?;
-    let payloads = going(ctx, ARG);
+    let payloads = all(ctx);
     let mut added = Vec::new();
     let mut skipped = Vec::new();
     for made in &payloads {
         if let Some(why) = not_an_argument(&made.bytes) {
             skipped.push(format!("{} {why}", made.name));
+            continue;
+        }
+        if made.ways & ARG == 0 {
             continue;
         }
         let arg = OsString::from(OsStr::from_bytes(&made.bytes));

@@ -271,6 +271,8 @@ pub const DURATIONS: &[Duration] = &[
     d("1.5h", 5_400 * S),
     d("1h0m0.001s", 3_600 * S + MS),
     d("+5s", 5 * S),
+    d("+0", 0),
+    d("2562047h", 2_562_047 * 3_600 * S),
     d("0s", 0),
     d("0.000s", 0),
     d("-1s", -S),
@@ -288,6 +290,8 @@ pub const DURATIONS: &[Duration] = &[
     bad("1h-5m"),
     bad("1e3ms"),
     bad("0x10s"),
+    // Past 2^63 - 1 nanoseconds, the most a Go duration holds.
+    bad("2562048h"),
 ];
 
 /// An id for `show`, `retry` and `delete`: a whole decimal number (with a
@@ -314,6 +318,19 @@ pub enum Stored {
     Text(&'static str),
     Blob(&'static [u8]),
     Null,
+}
+
+impl Stored {
+    /// The value as SQL would write it: `'2'`, `X'32'`, `NULL`.
+    pub fn sql(&self) -> String {
+        match self {
+            Stored::Text(text) => format!("'{}'", text.replace('\'', "''")),
+            Stored::Blob(bytes) => {
+                format!("X'{}'", bytes.iter().map(|b| format!("{b:02X}")).collect::<String>())
+            }
+            Stored::Null => "NULL".into(),
+        }
+    }
 }
 
 /// Every format_version here is refused by every command: newer than 1
