@@ -392,3 +392,59 @@ pub const APP_DATABASES: &[AppDatabase] = &[
     app("persist", 8192, "UTF-8"),
     app("truncate", 4096, "UTF-16be"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_name_is_accepted_when_it_has_1_to_200_characters() {
+        for q in QUEUE_NAMES {
+            assert_eq!(q.text().chars().count(), q.chars(), "{}", q.name);
+            assert_eq!(q.accepted, (1..=200).contains(&q.chars()), "{}", q.name);
+        }
+    }
+
+    /// The table says what Go's time.ParseDuration reads; the reference
+    /// reads each the same (a negative one it refuses).
+    #[test]
+    fn the_reference_reads_each_duration_as_the_table_says() {
+        for d in DURATIONS {
+            let parsed = ukue::cli::duration::parse(d.text);
+            match d.nanos {
+                Some(n) if n >= 0 => {
+                    assert_eq!(parsed, Ok(std::time::Duration::from_nanos(n as u64)), "{:?}", d.text)
+                }
+                _ => assert!(parsed.is_err(), "{:?} read as {parsed:?}", d.text),
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_every_way_has_payloads() {
+        let mut names: Vec<&str> = PAYLOADS.iter().map(|p| p.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), PAYLOADS.len(), "a payload name twice");
+        for way in [ARG, STDIN, WORK, SHOW] {
+            assert!(PAYLOADS.iter().filter(|p| p.ways & way != 0).count() >= 8, "way {way}");
+        }
+        let mut versions: Vec<&str> = VERSIONS.iter().map(|(name, _)| *name).collect();
+        versions.sort_unstable();
+        versions.dedup();
+        assert_eq!(versions.len(), VERSIONS.len(), "a version name twice");
+    }
+
+    /// No payload of the argument way is one an argument cannot hold.
+    #[test]
+    fn the_argument_way_takes_only_what_an_argument_holds() {
+        for p in PAYLOADS.iter().filter(|p| p.ways & ARG != 0) {
+            let fits = match p.bytes {
+                Bytes::Exactly(b) => !b.contains(&0) && b != b"-",
+                Bytes::Text(n) => n <= LONGEST_ARGUMENT,
+                Bytes::AllValues | Bytes::Binary(_) => false,
+            };
+            assert!(fits, "{}", p.name);
+        }
+    }
+}
