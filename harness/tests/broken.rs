@@ -81,6 +81,28 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("quiet-retry-purge", "cli/manage-prints"),
     ("add-on-interrupt", "cli/add-stdin-interrupted"),
     ("usage-twice", "cli/usage-once"),
+    // The sweeps: each table run whole against one wrong reading of it.
+    ("payload-argument-trimmed", "sweep/payload-argument"),
+    ("add-stdin-64k", "sweep/payload-stdin"),
+    ("add-stdin-lossy", "sweep/payload-stdin"),
+    ("base64-url-no-padding", "sweep/payload-json"),
+    ("short-stdin", "sweep/work-stdin"),
+    ("claim-64k-payload", "sweep/work-stdin"),
+    ("claim-64k-payload", "sweep/payload-http"),
+    ("json-raw-control", "sweep/json-valid"),
+    ("queue-bytes", "sweep/queue-names"),
+    ("queue-cut-to-200", "sweep/queue-names"),
+    ("queue-check-bytes", "sweep/queue-names-http"),
+    ("priority-clamped", "sweep/priority"),
+    ("attempts-32-bit", "sweep/attempts"),
+    ("duration-no-fraction", "sweep/delay"),
+    ("duration-no-micro", "sweep/delay"),
+    ("duration-no-fraction", "sweep/work-durations"),
+    ("id-32-bit", "sweep/ids"),
+    ("lenient-version", "sweep/format-versions"),
+    ("accepts-version-2", "sweep/format-versions"),
+    ("keeps-rollback-journal", "sweep/app-databases"),
+    ("vacuums-page-size", "sweep/app-databases"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

@@ -272,6 +272,63 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "\" FROM ukue_jobs GROUP BY queue ORDER BY min(id)\", (now, now, now, now, now)",
         "cli/stats-queue-order",
     ),
+    (
+        "format_version read with spaces around it (' 1' is 1)",
+        "ukue_steps.py",
+        r#"if not re.fullmatch(r"[+-]?[0-9]+", text):"#,
+        r#"if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):"#,
+        "sweep/format-versions",
+    ),
+    (
+        "a queue name's length counted in bytes",
+        "ukue_steps.py",
+        "if len(queue) > MAX_QUEUE_CHARS:",
+        "if len(queue.encode('utf-8')) > MAX_QUEUE_CHARS:",
+        "sweep/queue-names",
+    ),
+    ("durations in µs (U+00B5) are not read", "ukue.py", r#""\u00b5s": 1_000, "#, "", "sweep/delay"),
+    (
+        "payload_base64 in URL-safe base64",
+        "ukue.py",
+        r#"base64.b64encode(job["payload"])"#,
+        r#"base64.urlsafe_b64encode(job["payload"])"#,
+        "sweep/payload-json",
+    ),
+    (
+        "a PAYLOAD argument stripped of spaces and line ends",
+        "ukue.py",
+        "payload = os.fsencode(pos[2])",
+        "payload = os.fsencode(pos[2]).strip()",
+        "sweep/payload-argument",
+    ),
+    (
+        "add reads only the first 64 KiB of stdin",
+        "ukue.py",
+        "return sys.stdin.buffer.read()",
+        "return sys.stdin.buffer.read(65536)",
+        "sweep/payload-stdin",
+    ),
+    (
+        "work hands its command only the first 64 KiB of a payload",
+        "ukue.py",
+        r#"child = Child(self.command, env, job["payload"])"#,
+        r#"child = Child(self.command, env, job["payload"][:65536])"#,
+        "sweep/work-stdin",
+    ),
+    (
+        "a number with a + sign is not read (`--priority +5`)",
+        "ukue.py",
+        r#"if s[:1] in ("+", "-"):"#,
+        r#"if s[:1] == "-":"#,
+        "sweep/priority",
+    ),
+    (
+        "the tables are added without the switch to WAL",
+        "ukue_steps.py",
+        r#"con.execute("PRAGMA journal_mode = WAL").fetchall()"#,
+        r#"con.execute("PRAGMA journal_mode").fetchall()"#,
+        "sweep/app-databases",
+    ),
 ];
 
 #[test]

@@ -5,10 +5,11 @@ use std::time::Duration;
 /// Parses a Go duration; negative durations are refused.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {text:?} (use Go's syntax, such as 500ms, 30s, 2m, 1h30m)");
-    if text == "0" {
+    let mut rest = text.strip_prefix('+').unwrap_or(text);
+    // `0` needs no unit, with a sign too (Go's `+0`).
+    if rest == "0" {
         return Ok(Duration::ZERO);
     }
-    let mut rest = text.strip_prefix('+').unwrap_or(text);
     if rest.is_empty() || rest.starts_with('-') {
         return Err(bad());
     }
@@ -34,7 +35,8 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         total += value * nanos_per;
         rest = tail;
     }
-    if !total.is_finite() || total > u64::MAX as f64 {
+    // Go's durations are 64-bit signed nanoseconds: about 292 years at most.
+    if !total.is_finite() || total > i64::MAX as f64 {
         return Err(bad());
     }
     Ok(Duration::from_nanos(total.round() as u64))
@@ -52,9 +54,11 @@ mod tests {
         assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse("1.5h"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse("0"), Ok(Duration::ZERO));
+        assert_eq!(parse("+0"), Ok(Duration::ZERO));
+        assert_eq!(parse("2562047h"), Ok(Duration::from_secs(2_562_047 * 3600)));
         assert_eq!(parse("1m30.5s"), Ok(Duration::from_millis(90_500)));
         assert_eq!(parse("250us"), Ok(Duration::from_micros(250)));
-        for bad in ["", "5", "-1s", "1x", "ms", "1h-5m", ".s", "1..5s"] {
+        for bad in ["", "5", "-1s", "1x", "ms", "1h-5m", ".s", "1..5s", "+", "2562048h"] {
             assert!(parse(bad).is_err(), "{bad:?} should be refused");
         }
     }

@@ -9,7 +9,7 @@
 //! and init and add (`init_add`) must do with its file; one function
 //! runs them all.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
 use crate::ensure_eq;
@@ -20,7 +20,7 @@ use crate::subjects::worker::probe_log;
 use crate::subjects::Subject;
 
 use super::common;
-use super::fixture::{self, Placed};
+use super::fixture;
 use super::manifest::{RefusalCase, RefusalEntry, RefusalOutcome};
 
 /// One function per case of the manifest (see [`fixture::Run`]).
@@ -45,7 +45,7 @@ pub fn cases() -> Vec<Case> {
 
 /// The commands that never create a file, each on `file`; `work` runs the
 /// probe, which must never start.
-fn non_creating(ctx: &Ctx, file: &Path) -> Vec<Vec<String>> {
+pub(super) fn non_creating(ctx: &Ctx, file: &Path) -> Vec<Vec<String>> {
     let f = path_str(file).to_string();
     let probe = path_str(&ctx.subjects.probe).to_string();
     let log = path_str(&probe_log(ctx)).to_string();
@@ -65,7 +65,7 @@ fn non_creating(ctx: &Ctx, file: &Path) -> Vec<Vec<String>> {
     commands.into_iter().map(|c| c.into_iter().map(str::to_string).collect()).collect()
 }
 
-fn init_add(file: &Path) -> [Vec<String>; 2] {
+pub(super) fn init_add(file: &Path) -> [Vec<String>; 2] {
     [
         vec!["init".to_string(), path_str(file).to_string()],
         ["add", path_str(file), "q", "x"].map(str::to_string).to_vec(),
@@ -87,22 +87,23 @@ fn journal_mode_change(before: &[u8], after: &[u8]) -> Option<String> {
 
 /// Runs `who args`, which must refuse: exit status 1 (not 0, not 2, which
 /// is for usage errors; not a signal), a message on stderr, each file of
-/// `placed` (when there is one) byte-for-byte as it was written, and no
-/// file added to or taken from the case's directory. For a file of a
-/// newer format version the message must name both versions.
-fn expect_refused(
+/// `placed` (the file and its sidecars as written, when there is a file)
+/// byte-for-byte as it was, and no file added to or taken from the case's
+/// directory. For a file of a newer format version the message must name
+/// both versions.
+pub(super) fn expect_refused(
     ctx: &Ctx,
     who: &Subject,
     args: &[String],
     file: &Path,
-    placed: Option<&Placed>,
+    placed: Option<&[(PathBuf, &[u8])]>,
     entry: Option<&RefusalEntry>,
 ) -> CaseResult {
     let before = common::listing(&ctx.dir)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let shown = format!("`{} {}`", who.name, common::show_args(&common::relative(ctx, &args)));
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let sidecars = placed.map_or(0, |p| p.originals.len() - 1);
+    let sidecars = placed.map_or(0, |p| p.len().saturating_sub(1));
     let mut expected = format!(
         "{shown} (in the case's directory) to refuse {name}: exit status 1, a message on stderr, {}",
         match (placed.is_some(), sidecars) {
@@ -148,7 +149,7 @@ fn expect_refused(
                 .push("the message does not name both versions, the file's (2) and the program's (1)".into());
         }
     }
-    for (path, bytes) in placed.map_or(&[][..], |p| &p.originals[..]) {
+    for (path, bytes) in placed.unwrap_or_default() {
         let shown = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match std::fs::read(path) {
             Ok(now) if now == *bytes => {}
@@ -182,7 +183,7 @@ fn manifest_case(ctx: &mut Ctx, entry: &RefusalEntry, case: &RefusalCase) -> Cas
     let refuse = |ctx: &Ctx, commands: Vec<Vec<String>>| -> CaseResult {
         for args in commands {
             let placed = fixture::place(ctx, "refusal", entry, &entry.file)?;
-            expect_refused(ctx, &subject, &args, &placed.file, Some(&placed), Some(entry))?;
+            expect_refused(ctx, &subject, &args, &placed.file, Some(&placed.originals), Some(entry))?;
         }
         Ok(())
     };

@@ -6,7 +6,8 @@
 //! conformance tests show that the suite fails each one.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -106,6 +107,14 @@ fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::R
             }
             command => ukue::cli::run(command, &options, out),
         },
+        CliEdit::AddStdin(change) => {
+            if let Cmd::Add(args) = &command {
+                if args.payload.as_deref().is_none_or(|p| p == "-") {
+                    edit_stdin(change)?;
+                }
+            }
+            ukue::cli::run(command, &options, out)
+        }
         CliEdit::Stdout(change) => {
             let name = command.name();
             let mut printed = Vec::new();
@@ -113,9 +122,21 @@ fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::R
             out.write_all(&change(name, printed))?;
             result
         }
-        CliEdit::Argv(_) => ukue::cli::run(command, &options, out),
-        CliEdit::Unreadable(_) => ukue::cli::run(command, &options, out),
+        // Made before the command line was read (main).
+        CliEdit::Argv(_) | CliEdit::Unreadable(_) => ukue::cli::run(command, &options, out),
     }
+}
+
+/// Reads stdin to its end and puts `change` of it in its place, so that
+/// the reference's `add` reads the edited bytes.
+fn edit_stdin(change: fn(Vec<u8>) -> Vec<u8>) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes)?;
+    let mut edited = tempfile::tempfile()?;
+    edited.write_all(&change(bytes))?;
+    edited.seek(SeekFrom::Start(0))?;
+    nix::unistd::dup2(edited.as_raw_fd(), 0)?;
+    Ok(())
 }
 
 /// The reference's handler, with each job and each outcome edited.

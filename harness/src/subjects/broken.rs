@@ -4,9 +4,9 @@
 //! `ukue-broken` (the command line) and `ukue-driver` (a step driver) pick
 //! the edit named by the `UKUE_BROKEN` variable (crate::commands).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -368,6 +368,49 @@ pub const BUGS: &[Bug] = &[
         replaced: &[],
         serve: ServeFlaw::StopExitsNonZero,
     },
+    Bug {
+        name: "lenient-version",
+        what: "reads format_version as SQLite's CAST to INTEGER does: ' 1', '1 ', '1abc' and '1.0' are taken for 1",
+        edits: &[(Stmt::ReadVersion, "SELECT value FROM", "SELECT CAST(value AS INTEGER) FROM")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "keeps-rollback-journal",
+        what: "adds the tables without switching the database to WAL: an application's database in a rollback \
+               journal mode stays in it",
+        edits: &[],
+        replaced: &[(Stmt::SetWal, NOTHING)],
+        serve: SOUND,
+    },
+    Bug {
+        name: "vacuums-page-size",
+        what: "adds the tables after a VACUUM with 4096-byte pages, in place of the switch to WAL: an \
+               application's database in a rollback journal mode gets another page size (it replaces \
+               `synchronous = FULL`, SQLite's default anyway)",
+        edits: &[],
+        replaced: &[(Stmt::SetSynchronous, "PRAGMA page_size = 4096"), (Stmt::SetWal, "VACUUM")],
+        serve: SOUND,
+    },
+    Bug {
+        name: "queue-check-bytes",
+        what: "the table's CHECK counts a queue name's bytes: a job in a queue of 200 characters of two bytes \
+               or more is refused when it is inserted",
+        edits: &[(
+            Stmt::CreateJobs,
+            "CHECK (length(queue) BETWEEN 1 AND 200)",
+            "CHECK (length(CAST(queue AS BLOB)) BETWEEN 1 AND 200)",
+        )],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "claim-64k-payload",
+        what: "a claim hands out only the first 64 KiB of a job's payload (to work's command and over HTTP)",
+        edits: &[(Stmt::Take, "RETURNING id, queue, payload,", "RETURNING id, queue, substr(payload, 1, 65536),")],
+        replaced: &[],
+        serve: SOUND,
+    },
 ];
 
 /// Bugs of the `add` command itself, beyond what an edited statement can
@@ -415,6 +458,8 @@ pub enum CliEdit {
     Outcome(fn(Outcome) -> Outcome),
     /// What a command (`list`, `show`…, named first) prints on stdout.
     Stdout(fn(&str, Vec<u8>) -> Vec<u8>),
+    /// What `add` reads on stdin as the payload (`-` or left out).
+    AddStdin(fn(Vec<u8>) -> Vec<u8>),
     /// The command line's words (the program's name first), before they
     /// are read.
     Argv(fn(Vec<OsString>) -> Vec<OsString>),
@@ -521,7 +566,181 @@ pub const CLI_BUGS: &[CliBug] = &[
             }
         }),
     },
+    CliBug {
+        name: "payload-argument-trimmed",
+        what: "add.payload-argument: `add` trims spaces, tabs and line ends off a PAYLOAD argument",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Add(args) = cmd {
+                if let Some(payload) = args.payload.as_mut().filter(|p| p.as_os_str() != OsStr::new("-")) {
+                    *payload = OsStr::from_bytes(payload.as_bytes().trim_ascii()).to_os_string();
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "add-stdin-64k",
+        what: "add.payload-stdin: `add` reads only the first 64 KiB of stdin",
+        edit: CliEdit::AddStdin(|mut bytes| {
+            bytes.truncate(65536);
+            bytes
+        }),
+    },
+    CliBug {
+        name: "add-stdin-lossy",
+        what: "add.payload-stdin: `add` reads stdin as text: bytes that are not UTF-8 become U+FFFD",
+        edit: CliEdit::AddStdin(|bytes| String::from_utf8_lossy(&bytes).into_owned().into_bytes()),
+    },
+    CliBug {
+        name: "base64-url-no-padding",
+        what: "json.payload: `list --json` and `show --json` write payload_base64 in URL-safe base64 without padding",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "list" | "show" => edit_json(printed, url_safe_base64),
+            _ => printed,
+        }),
+    },
+    CliBug {
+        name: "json-raw-control",
+        what: "json.valid: `--json` output writes ESC and U+0001 raw inside strings, where JSON needs \\u001b",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "list" | "show" | "stats" => {
+                let text = String::from_utf8_lossy(&printed);
+                text.replace("\\u001b", "\u{1b}").replace("\\u0001", "\u{1}").into_bytes()
+            }
+            _ => printed,
+        }),
+    },
+    CliBug {
+        name: "queue-bytes",
+        what: "args.queue: `add` and `work` count a queue name's bytes, not its characters: 200 characters of \
+               two bytes or more are refused",
+        edit: CliEdit::Args(|cmd| {
+            let queue = match cmd {
+                Cmd::Add(args) => &mut args.queue,
+                Cmd::Work(args) => &mut args.queue,
+                _ => return,
+            };
+            if queue.len() > 200 {
+                // Refused as the empty name is.
+                queue.clear();
+            }
+        }),
+    },
+    CliBug {
+        name: "queue-cut-to-200",
+        what: "args.queue: `add` and `work` cut a queue name to its first 200 characters instead of refusing it",
+        edit: CliEdit::Argv(|mut words| {
+            if matches!(words.get(1).and_then(|w| w.to_str()), Some("add" | "work")) {
+                if let Some(queue) = words.get_mut(3) {
+                    let cut: String = queue.to_string_lossy().chars().take(200).collect();
+                    *queue = cut.into();
+                }
+            }
+            words
+        }),
+    },
+    CliBug {
+        name: "priority-clamped",
+        what: "add.priority-range: `add --priority N` takes a number outside -100..100 as the nearest end",
+        edit: CliEdit::Argv(|words| {
+            edit_values(words, &["--priority"], |v| v.parse::<i64>().map_or(v.to_string(), |n| n.clamp(-100, 100).to_string()))
+        }),
+    },
+    CliBug {
+        name: "attempts-32-bit",
+        what: "add.attempts: `add --attempts N` reads N as a 32-bit number: 2^31 and more are usage errors",
+        edit: CliEdit::Argv(|words| {
+            edit_values(words, &["--attempts"], |v| match v.parse::<i64>() {
+                Ok(n) if i32::try_from(n).is_err() => "past-32-bits".to_string(),
+                _ => v.to_string(),
+            })
+        }),
+    },
+    CliBug {
+        name: "duration-no-fraction",
+        what: "args.duration: durations lose the fraction of each number (`1.5s` is read as `1s`)",
+        edit: CliEdit::Argv(|words| edit_values(words, DURATION_FLAGS, without_fractions)),
+    },
+    CliBug {
+        name: "duration-no-micro",
+        what: "args.duration: durations in `µs` (U+00B5 or U+03BC) are usage errors; only `us` is read",
+        edit: CliEdit::Argv(|words| edit_values(words, DURATION_FLAGS, |v| v.replace(['\u{b5}', '\u{3bc}'], "?"))),
+    },
+    CliBug {
+        name: "id-32-bit",
+        what: "args.id: `show`, `retry` and `delete` read an ID as a 32-bit number: one past 2^31 - 1 is a usage \
+               error, not a job that does not exist",
+        edit: CliEdit::Argv(|mut words| {
+            if matches!(words.get(1).and_then(|w| w.to_str()), Some("show" | "retry" | "delete")) {
+                for word in words.iter_mut().skip(3) {
+                    if word.to_str().and_then(|w| w.parse::<i64>().ok()).is_some_and(|n| i32::try_from(n).is_err()) {
+                        *word = "past-32-bits".into();
+                    }
+                }
+            }
+            words
+        }),
+    },
 ];
+
+/// The flags whose values are durations.
+const DURATION_FLAGS: &[&str] = &["--delay", "--lease", "--timeout", "--poll", "--grace"];
+
+/// `words` with the value of each of `flags` (the next word) edited.
+fn edit_values(mut words: Vec<OsString>, flags: &[&str], edit: impl Fn(&str) -> String) -> Vec<OsString> {
+    for i in 1..words.len() {
+        let is_flag = words[i - 1].to_str().is_some_and(|w| flags.contains(&w));
+        if let (true, Some(value)) = (is_flag, words[i].to_str()) {
+            words[i] = edit(value).into();
+        }
+    }
+    words
+}
+
+/// A duration without the fraction of any of its numbers.
+fn without_fractions(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_fraction = false;
+    for c in text.chars() {
+        match c {
+            '.' => in_fraction = true,
+            '0'..='9' if in_fraction => {}
+            c => {
+                in_fraction = false;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Printed JSON with `edit` made to every value in it; other text as it was.
+fn edit_json(printed: Vec<u8>, edit: fn(&mut serde_json::Value)) -> Vec<u8> {
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&printed) else {
+        return printed;
+    };
+    edit(&mut value);
+    let mut out = serde_json::to_vec(&value).unwrap_or(printed);
+    out.push(b'\n');
+    out
+}
+
+/// Every `payload_base64` in `value` in URL-safe base64 without padding.
+fn url_safe_base64(value: &mut serde_json::Value) {
+    use base64::prelude::{Engine as _, BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match (key.as_str(), v.as_str().map(|s| BASE64_STANDARD.decode(s))) {
+                    ("payload_base64", Some(Ok(bytes))) => *v = BASE64_URL_SAFE_NO_PAD.encode(bytes).into(),
+                    _ => url_safe_base64(v),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(url_safe_base64),
+        _ => {}
+    }
+}
+
 
 /// `text` with each `\xNN` the reference's escaping wrote turned back into
 /// its character.

@@ -1,6 +1,7 @@
 //! What a case works with: its own directory, the subjects, a seeded
 //! random generator, and waits that end at a deadline.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -126,6 +127,17 @@ impl Ctx {
 
     /// Runs `who args` to the end, feeding it `stdin`.
     pub fn run_with(&self, who: &Subject, args: &[&str], stdin: Option<&[u8]>) -> Result<Output, Failure> {
+        self.run_os_with(who, args, stdin)
+    }
+
+    /// [`run_with`](Self::run_with) for arguments that need not be UTF-8
+    /// (a payload of any bytes but NUL).
+    pub fn run_os_with<A: AsRef<OsStr>>(
+        &self,
+        who: &Subject,
+        args: &[A],
+        stdin: Option<&[u8]>,
+    ) -> Result<Output, Failure> {
         let mut cmd = Command::new(&who.program);
         cmd.args(&who.args)
             .args(args)
@@ -133,7 +145,8 @@ impl Ctx {
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let shown = format!("{} {}", who.name, args.join(" "));
+        let shown: Vec<String> = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
+        let shown = format!("{} {}", who.name, shown.join(" "));
         let mut spawned = self
             .procs
             .spawn(&mut cmd)

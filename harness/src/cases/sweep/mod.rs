@@ -1,0 +1,153 @@
+//! sweep: every input that carries a value, tried at its boundaries and
+//! across its classes, from tables of values ([`values`]: data, not a
+//! case each). One case per input and way in, each running its whole
+//! table: payloads on every way in and out ([`payloads`]), queue names,
+//! priorities, attempts, durations and ids ([`args`]), format versions and
+//! applications' databases ([`files`]).
+
+mod args;
+mod files;
+mod payloads;
+mod values;
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::subjects::observe::file::write;
+
+use super::common;
+
+pub fn cases() -> Vec<Case> {
+    let case =
+        |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), level: Level::Must, run };
+    let serve = Needs { serve: true, ..Needs::default() };
+    vec![
+        case(
+            "sweep/payload-argument",
+            "add.payload-argument",
+            "payloads of 0 B to 128 KiB, invalid and odd UTF-8, as add's argument, are stored byte for byte",
+            payloads::argument,
+        ),
+        case(
+            "sweep/payload-stdin",
+            "add.payload-stdin",
+            "payloads of 0 B to 1 MiB + 1, every byte value, invalid and odd UTF-8, on add's stdin (`-` and left out), are stored byte for byte",
+            payloads::stdin,
+        ),
+        case(
+            "sweep/payload-json",
+            "json.payload",
+            "every payload of the sweep and each byte alone come out of list --json and show --json as their text, or standard base64 with padding",
+            payloads::json,
+        ),
+        case(
+            "sweep/work-stdin",
+            "work.stdin",
+            "every payload of the sweep (0 B to 1 MiB + 1, every byte value) reaches work's command on stdin, every byte, then its end",
+            payloads::work_stdin,
+        ),
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/payload-http",
+                "5.3",
+                "every payload of the sweep, added over HTTP as payload_base64 (and as payload when text), is stored byte for byte and comes out of GET /v1/jobs/{id} and a claim",
+                payloads::http,
+            )
+        },
+        case(
+            "sweep/json-valid",
+            "json.valid",
+            "queue names, payloads and errors with control characters, quotes, backslashes, U+2028 and 4-byte characters: list, show and stats --json print one valid JSON value each",
+            args::json_valid,
+        ),
+        case(
+            "sweep/queue-names",
+            "args.queue",
+            "queue names of 1 and 200 characters of 1 to 4 bytes each (combining ones too) are taken as given by add and work; 0 or 201 are refused before anything is added or claimed",
+            args::queue_names,
+        ),
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/queue-names-http",
+                "args.queue",
+                "over HTTP, queue names of 200 characters of 1 to 4 bytes are taken as given; 201 characters, none, or a NUL are refused with a 4xx",
+                args::queue_names_http,
+            )
+        },
+        case(
+            "sweep/priority",
+            "add.priority-range",
+            "--priority -100 to 100 (and +5, 05, -0) is stored; -101, 101, 2^63-1 are refused; 5.0, x, 2^63 and empty are usage errors",
+            args::priority,
+        ),
+        case(
+            "sweep/attempts",
+            "add.attempts",
+            "--attempts 1 to 2^63-1 (and +3, 07) is stored; -1 is refused; 0 is the default or refused; 1.0, ten, 2^63 and empty are usage errors",
+            args::attempts,
+        ),
+        case(
+            "sweep/delay",
+            "args.duration",
+            "--delay in Go's syntax (0, 1ns, 1us, 1µs, 500ms, 1.5s, .5s, 1m30s, 2h, 1h30m, +5s…) makes run_at the add plus it; negative ones are refused; 5, soon, 1x, empty… are usage errors",
+            args::delay,
+        ),
+        case(
+            "sweep/work-durations",
+            "args.duration",
+            "--lease, --timeout, --poll and --grace take Go's syntax (the lease shows in lease_until); 5, soon, 1x, empty are usage errors and -1s is refused, before anything is claimed",
+            args::work_durations,
+        ),
+        case(
+            "sweep/ids",
+            "args.id",
+            "show, retry and delete read 1, 007, +2 and 2^63-1 as numbers (the last an error: no such job); 2^63, 1.0, 0x1, abc, ' 1' and empty are usage errors",
+            args::ids,
+        ),
+        case(
+            "sweep/format-versions",
+            "file.newer-version",
+            "format_version 0, 2, 3, 10, 2^31, 2^63-1, 2^63, -1, 1.0, ' 1', '1 ', 1abc, abc, empty, NULL, a BLOB '2'…: every command refuses the file and leaves it byte for byte",
+            files::format_versions,
+        ),
+        case(
+            "sweep/app-databases",
+            "file.add-tables",
+            "init and add on an application's database in each journal mode, page size (512 to 65536) and text encoding add the tables, switch it to WAL, and keep its tables, rows, application_id, page size and encoding",
+            files::app_databases,
+        ),
+    ]
+}
+
+/// `out` of the command `shown` must have succeeded.
+fn expect_success(out: &Output, shown: &str) -> CaseResult {
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(_) => Err(Failure::fail(format!("{shown} to succeed"), common::outcome(out))),
+        None => Err(Failure::error(
+            format!("{shown} to succeed"),
+            format!("it crashed: {}", common::outcome(out)),
+        )),
+    }
+}
+
+/// Writes each payload as a job of queue `queue` behind the subject's back
+/// (the format is the contract: any program may add jobs with SQL), in one
+/// transaction; their ids, in order.
+fn insert(file: &Path, queue: &str, payloads: &[&[u8]]) -> Result<Vec<i64>, Failure> {
+    let mut conn = write(file)?;
+    let tx = conn.transaction()?;
+    let mut ids = Vec::new();
+    {
+        let mut st = tx.prepare("INSERT INTO ukue_jobs (queue, payload) VALUES (?1, ?2)")?;
+        for payload in payloads {
+            st.execute(rusqlite::params![queue, payload])?;
+            ids.push(tx.last_insert_rowid());
+        }
+    }
+    tx.commit()?;
+    Ok(ids)
+}
