@@ -741,7 +741,6 @@ fn url_safe_base64(value: &mut serde_json::Value) {
     }
 }
 
-
 /// `text` with each `\xNN` the reference's escaping wrote turned back into
 /// its character.
 fn unescaped(text: &str) -> String {
