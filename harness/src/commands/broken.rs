@@ -64,7 +64,7 @@ fn main_with(run: impl FnOnce(Cmd, &mut dyn Write) -> anyhow::Result<()>) -> Exi
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ukue {name}: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(ukue::cli::exit_status(&e))
         }
     }
 }
