@@ -15,9 +15,9 @@ mod contract;
 mod finish;
 mod manage;
 mod reading;
-mod rows;
-mod running;
-mod setup;
+pub(crate) mod rows;
+pub(crate) mod running;
+pub(crate) mod setup;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@ use crate::ensure;
 use crate::subjects::observe::file::{row, Row};
 
 /// One job that must be in the file.
-pub(super) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
+pub(crate) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {
     row(file, id)?.ok_or_else(|| Failure::fail(format!("job {id} in the file"), "it is gone"))
 }
 
@@ -20,7 +20,7 @@ fn payload_shown(bytes: &[u8]) -> String {
 }
 
 /// A row on one line, for reports.
-pub(super) fn brief(r: &Row) -> String {
+pub(crate) fn brief(r: &Row) -> String {
     format!(
         "job {} (queue {:?}, {}, priority {}, attempts {}/{}, run_at {}, lease_until {:?}, token {:?}, \
          last_error {:?}, payload {})",
@@ -38,7 +38,7 @@ pub(super) fn brief(r: &Row) -> String {
     )
 }
 
-pub(super) fn brief_all(rows: &[Row]) -> String {
+pub(crate) fn brief_all(rows: &[Row]) -> String {
     if rows.is_empty() {
         return "no jobs".into();
     }
@@ -109,7 +109,7 @@ pub(super) fn within(what: &str, value: i64, low: i64, high: i64) -> CaseResult 
     Ok(())
 }
 
-pub(super) fn not_running(r: &Row) -> CaseResult {
+pub(crate) fn not_running(r: &Row) -> CaseResult {
     ensure!(
         r.token.is_none() && r.lease_until.is_none(),
         format!("job {} ({}) with token and lease_until NULL", r.id, r.state),
@@ -118,7 +118,7 @@ pub(super) fn not_running(r: &Row) -> CaseResult {
     Ok(())
 }
 
-pub(super) fn has_error(r: &Row) -> CaseResult {
+pub(crate) fn has_error(r: &Row) -> CaseResult {
     ensure!(
         r.last_error.as_deref().is_some_and(|e| !e.trim().is_empty()),
         format!("job {} with last_error set", r.id),

@@ -10,7 +10,7 @@ use crate::subjects::observe::file::write;
 
 /// A row to write with plain SQL.
 #[derive(Debug, Clone)]
-pub(super) struct Put {
+pub(crate) struct Put {
     queue: &'static str,
     payload: SqlValue,
     state: &'static str,
@@ -29,7 +29,7 @@ impl Put {
     /// A job of `queue` in `state`, due a second ago, made a minute ago
     /// (with odd milliseconds, so that times show them). Running jobs get
     /// a token and a lease an hour ahead.
-    pub(super) fn new(queue: &'static str, state: &'static str, now: i64) -> Put {
+    pub(crate) fn new(queue: &'static str, state: &'static str, now: i64) -> Put {
         let running = state == "running";
         Put {
             queue,
@@ -46,40 +46,40 @@ impl Put {
             updated_at: now - 30_457,
         }
     }
-    pub(super) fn text(mut self, text: &str) -> Put {
+    pub(crate) fn text(mut self, text: &str) -> Put {
         self.payload = SqlValue::Text(text.to_string());
         self
     }
-    pub(super) fn blob(mut self, bytes: &[u8]) -> Put {
+    pub(crate) fn blob(mut self, bytes: &[u8]) -> Put {
         self.payload = SqlValue::Blob(bytes.to_vec());
         self
     }
-    pub(super) fn priority(mut self, priority: i64) -> Put {
+    pub(crate) fn priority(mut self, priority: i64) -> Put {
         self.priority = priority;
         self
     }
-    pub(super) fn attempts(mut self, attempts: i64, max_attempts: i64) -> Put {
+    pub(crate) fn attempts(mut self, attempts: i64, max_attempts: i64) -> Put {
         self.attempts = attempts;
         self.max_attempts = max_attempts;
         self
     }
-    pub(super) fn run_at(mut self, run_at: i64) -> Put {
+    pub(crate) fn run_at(mut self, run_at: i64) -> Put {
         self.run_at = run_at;
         self
     }
-    pub(super) fn lease(mut self, lease_until: i64, token: &str) -> Put {
+    pub(crate) fn lease(mut self, lease_until: i64, token: &str) -> Put {
         self.lease_until = Some(lease_until);
         self.token = Some(token.to_string());
         self
     }
-    pub(super) fn error(mut self, error: &'static str) -> Put {
+    pub(crate) fn error(mut self, error: &'static str) -> Put {
         self.last_error = Some(error);
         self
     }
 }
 
 /// Writes the rows in one transaction; returns their ids.
-pub(super) fn insert(file: &Path, puts: &[Put]) -> Result<Vec<i64>, Failure> {
+pub(crate) fn insert(file: &Path, puts: &[Put]) -> Result<Vec<i64>, Failure> {
     let mut conn = write(file)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut ids = Vec::new();
