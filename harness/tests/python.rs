@@ -218,6 +218,13 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "cli/work-poll",
     ),
     (
+        "work.poll: an idle worker looks again every 3 s by default",
+        "ukue.py",
+        "fs.add(\"poll\", \"duration\", NS_PER_S,",
+        "fs.add(\"poll\", \"duration\", 3 * NS_PER_S,",
+        "cli/work-poll",
+    ),
+    (
         "work.stop: a stopped worker goes on claiming jobs",
         "ukue.py",
         "while not self.stopping.is_set():",

@@ -2,7 +2,7 @@
 //! length of each claim's lease (`--lease`), and how soon an idle worker
 //! looks again (`--poll`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cases::steps::rows::brief_all;
@@ -138,11 +138,13 @@ pub(in crate::cases::cli) fn lease(ctx: &mut Ctx) -> CaseResult {
     Ok(())
 }
 
-/// The poll the case gives, how many jobs it times, and how late the
-/// median of them may be claimed beyond the poll (a worker waking late on
-/// a loaded machine).
+/// The poll the case gives and how many jobs it times with it; how many
+/// it times with the default poll (1 s); how late the median of them may
+/// be claimed beyond the poll (a worker waking late on a loaded machine).
 const POLL_MS: i64 = 100;
 const POLL_ROUNDS: usize = 5;
+const DEFAULT_POLL_MS: i64 = 1_000;
+const DEFAULT_POLL_ROUNDS: usize = 1;
 const POLL_SLACK_MS: i64 = 400;
 
 /// Makes job `id` a running job whose lease ran out a second ago, as a
@@ -157,55 +159,93 @@ fn expire(file: &Path, id: i64, round: usize) -> CaseResult {
     Ok(())
 }
 
-/// An idle worker's looks for jobs are seen by what a claim does to any
-/// queue (FORMAT.md §5.4): it reaps an expired lease of another queue,
-/// which the case sets up before each look. Right after a look, the case
-/// adds a job (with the reference, another program): the next look is at
-/// most `--poll` away, so the job starts within about that, however the
-/// worker's looks fall; a worker that looks every second instead starts it
-/// about a second later, every time.
-pub(in crate::cases::cli) fn poll(ctx: &mut Ctx) -> CaseResult {
-    let file = ctx.init("poll.ukue")?;
+/// A file whose only job (in queue `other`) is held by a dead worker, and
+/// a worker (with `options`) of its empty queue `q`.
+fn idle_worker(ctx: &mut Ctx, name: &str, options: &[&str]) -> Result<Idle, Failure> {
+    let file = ctx.init(&format!("{name}.ukue"))?;
     let now = now_ms();
     let put = Put::new("other", "running", now).text("held-by-a-dead-worker").attempts(1, 1_000);
     let expired = insert(&file, &[put.lease(now - 1_000, "token-of-a-dead-worker")])?[0];
-    let poll = format!("{POLL_MS}ms");
-    let (mut worker, log) = probe_worker(ctx, &file, "q", &["--poll", &poll], "poll.log", &[])?;
-    let reference = ctx.reference().clone();
-    let mut delays = Vec::new();
-    for round in 0..POLL_ROUNDS {
-        if round > 0 {
-            expire(&file, expired, round)?;
+    let (worker, log) = probe_worker(ctx, &file, "q", options, &format!("{name}.log"), &[])?;
+    Ok(Idle { file, expired, worker, log })
+}
+
+struct Idle {
+    file: PathBuf,
+    /// The job of a dead worker that each look reaps.
+    expired: i64,
+    worker: WorkerProcess,
+    log: PathBuf,
+}
+
+impl Idle {
+    /// `rounds` times: waits for a look (the expired lease reaped), adds a
+    /// job with the reference at once, and notes how long after the add
+    /// its claim came (the claim's updated_at, as the file showed it: the
+    /// moment the worker looked, not when a loaded machine got round to
+    /// starting the command); the delays, in ms.
+    fn delays(&mut self, ctx: &Ctx, rounds: usize, limit: Duration) -> Result<Vec<i64>, Failure> {
+        let reference = ctx.reference().clone();
+        let mut delays = Vec::new();
+        for round in 0..rounds {
+            if round > 0 {
+                expire(&self.file, self.expired, round)?;
+            }
+            let look =
+                format!("the idle worker to look for jobs, its claim reaping job {}'s lease", self.expired);
+            ctx.wait_for(&look, limit, || {
+                still_working(&mut [&mut self.worker])?;
+                Ok(row(&self.file, self.expired)?.is_some_and(|r| r.state != "running"))
+            })?;
+            let job = ctx.add(&reference, &self.file, "q", &format!("poll-{round}"), &[])?;
+            let added = now_ms();
+            let run = wait_started(ctx, &self.log, &[job], limit, &mut [&mut self.worker])?.remove(0);
+            let claimed = run.updated_at.filter(|_| run.held == Some(true)).unwrap_or(run.at_ms);
+            delays.push(claimed - added);
+            ctx.wait_for(&format!("job {job} to finish"), limit, || Ok(row(&self.file, job)?.is_none()))?;
         }
-        let look =
-            format!("the idle worker to look for jobs, its claim reaping job {expired}'s expired lease");
-        ctx.wait_for(&look, secs(10), || {
-            still_working(&mut [&mut worker])?;
-            Ok(row(&file, expired)?.is_some_and(|r| r.state != "running"))
-        })?;
-        let job = ctx.add(&reference, &file, "q", &format!("poll-{round}"), &[])?;
-        let added = now_ms();
-        let started = wait_started(ctx, &log, &[job], secs(10), &mut [&mut worker])?;
-        // From the claim (the moment the worker looked, as the file shows
-        // it), not the command's start: a loaded machine starts processes
-        // slowly, however soon the worker looks.
-        let run = &started[0];
-        let claimed = run.updated_at.filter(|_| run.held == Some(true)).unwrap_or(run.at_ms);
-        delays.push(claimed - added);
-        ctx.wait_for(&format!("job {job} to finish"), secs(10), || Ok(row(&file, job)?.is_none()))?;
+        Ok(delays)
     }
-    worker.stop(secs(15))?;
-    let mut sorted = delays.clone();
+}
+
+/// Fails unless the median of `delays` is within the poll and the slack.
+fn claimed_within(delays: &[i64], poll_ms: i64, how: &str) -> CaseResult {
+    let mut sorted = delays.to_vec();
     sorted.sort_unstable();
-    let median = sorted[POLL_ROUNDS / 2];
+    let median = sorted[sorted.len() / 2];
     ensure!(
-        median <= POLL_MS + POLL_SLACK_MS,
+        median <= poll_ms + POLL_SLACK_MS,
         format!(
-            "--poll {poll}: jobs added (by another program) just after the idle worker looked, started within \
-             {} ms of their add (claimed: the claim's updated_at), the median of {POLL_ROUNDS}",
-            POLL_MS + POLL_SLACK_MS
+            "{how}: jobs added (by another program) just after the idle worker looked, claimed within {} ms \
+             of their add (the median of {})",
+            poll_ms + POLL_SLACK_MS,
+            delays.len()
         ),
         format!("claimed after {delays:?} ms: median {median} ms")
     );
     Ok(())
+}
+
+/// An idle worker's looks for jobs are seen by what a claim does to any
+/// queue (FORMAT.md §5.4): it reaps an expired lease of another queue,
+/// which the case sets up before each look. Right after a look, the case
+/// adds a job (with the reference, another program): the next look is at
+/// most `--poll` away, so the job is claimed within about that, however
+/// the worker's looks fall; a worker that looks every second instead
+/// claims it about a second later, every time. A worker with the default
+/// poll is timed meanwhile, on a file of its own.
+pub(in crate::cases::cli) fn poll(ctx: &mut Ctx) -> CaseResult {
+    let poll = format!("{POLL_MS}ms");
+    let mut given = idle_worker(ctx, "poll", &["--poll", &poll])?;
+    let mut default = idle_worker(ctx, "default-poll", &[])?;
+    let ctx = &*ctx;
+    let (given_delays, default_delays) = std::thread::scope(|scope| {
+        let default = scope.spawn(|| default.delays(ctx, DEFAULT_POLL_ROUNDS, secs(10)));
+        let given = given.delays(ctx, POLL_ROUNDS, secs(10));
+        (given, default.join().unwrap_or_else(|_| Err(Failure::error("the harness to work", "a panic"))))
+    });
+    given.worker.stop(secs(15))?;
+    default.worker.stop(secs(15))?;
+    claimed_within(&given_delays?, POLL_MS, &format!("--poll {poll}"))?;
+    claimed_within(&default_delays?, DEFAULT_POLL_MS, "no --poll (1s)")
 }
