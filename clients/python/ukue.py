@@ -45,6 +45,11 @@ PROG = "ukue"
 EXIT_PERMANENT = 65
 # How long a command gets after SIGTERM before its whole group is killed.
 KILL_DELAY = 10.0
+# How much of the end of a failed command's stderr its last_error keeps, as
+# the published command; and how long to wait for that end once the command
+# has exited (a process it started may hold its stderr open).
+STDERR_TAIL = 2000
+STDERR_WAIT = 2.0
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
 
@@ -833,25 +838,55 @@ _OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_
 
 class Child:
     """A job's command, in a process group of its own, with the payload on
-    its standard input."""
+    its standard input; its stderr passed on to the worker's (under
+    `out_lock`, so that lines never mix) and its end kept."""
 
-    def __init__(self, argv, env, payload):
+    def __init__(self, argv, env, payload, out_lock):
         read_end, write_end = os.pipe()
         try:
             # Its own group: it and whatever it starts can be stopped
             # together, and a Ctrl-C in the terminal reaches only the worker.
-            self.proc = subprocess.Popen(argv, stdin=read_end, env=env, close_fds=True, **_OWN_GROUP)
+            self.proc = subprocess.Popen(argv, stdin=read_end, stderr=subprocess.PIPE, env=env, close_fds=True,
+                                         **_OWN_GROUP)
         except BaseException:
             os.close(write_end)
             raise
         finally:
             os.close(read_end)
         self.pid = self.proc.pid
+        self._tail = bytearray()
+        self._forwarder = threading.Thread(target=self._forward, args=(self.proc.stderr, out_lock), daemon=True)
+        self._forwarder.start()
         self._feed(write_end, payload)
         try:
             self.pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):
             self.pidfd = None
+
+    def _forward(self, pipe, out_lock):
+        try:
+            while True:
+                chunk = os.read(pipe.fileno(), 65536)
+                if not chunk:
+                    break
+                with out_lock:
+                    try:
+                        sys.stderr.buffer.write(chunk)
+                        sys.stderr.buffer.flush()
+                    except (OSError, ValueError):
+                        pass
+                self._tail += chunk
+                del self._tail[:-STDERR_TAIL]
+        except OSError:
+            pass
+        finally:
+            pipe.close()
+
+    def stderr_tail(self):
+        """The end of what the command wrote on stderr, once it is closed or
+        STDERR_WAIT has passed."""
+        self._forwarder.join(STDERR_WAIT)
+        return bytes(self._tail).decode("utf-8", "replace").strip()
 
     @staticmethod
     def _feed(fd, payload):
@@ -1020,7 +1055,7 @@ class Worker:
                    UKUE_ATTEMPT=str(job["attempt"]), UKUE_MAX_ATTEMPTS=str(job["max_attempts"]))
         lease = {"until": job["lease_until"], "lost": False}
         try:
-            child = Child(self.command, env, job["payload"])
+            child = Child(self.command, env, job["payload"], self.log.lock)
         except OSError as e:
             self.record_failure(con, job, lease, f"could not run the command: {e}", False)
             return
@@ -1056,6 +1091,9 @@ class Worker:
             error, permanent = f"the command was killed by signal {-status}", False
         else:
             error, permanent = f"the command exited with status {status}", status == EXIT_PERMANENT
+        detail = child.stderr_tail()
+        if detail:
+            error = f"{error}: {detail}"
         self.record_failure(con, job, lease, error, permanent)
 
     def record_failure(self, con, job, lease, error, permanent):

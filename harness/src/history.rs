@@ -347,6 +347,16 @@ fn start(record: &Record) -> Execution {
     }
 }
 
+/// The probe's records in the log at `path`, in the order they were
+/// written (an absent log holds none).
+pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => records(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// Reads the probe log at `path` (an absent log holds no executions).
 pub fn read_log(path: &Path) -> Result<Vec<Execution>, String> {
     match std::fs::read_to_string(path) {

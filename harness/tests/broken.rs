@@ -103,6 +103,20 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("accepts-version-2", "sweep/format-versions"),
     ("keeps-rollback-journal", "sweep/app-databases"),
     ("vacuums-page-size", "sweep/app-databases"),
+    // The command line's `work` (COMMAND.md §5).
+    ("serial-work", "cli/work-concurrency"),
+    ("extra-slot", "cli/work-concurrency"),
+    ("no-grace", "cli/work-stop"),
+    ("drops-empty-args", "cli/work-command-untouched"),
+    ("command-found-late", "cli/work-command-not-found"),
+    ("env-without-path-home", "cli/work-env-inherited"),
+    ("signal-finishes", "cli/work-exit-other"),
+    ("blank-last-error", "cli/work-exit-other"),
+    ("status-only-error", "cli/work-last-error-text"),
+    ("timeout-unnamed", "cli/work-last-error-text"),
+    ("lease-ignored", "cli/work-lease"),
+    ("poll-ignored", "cli/work-poll"),
+    ("loud-quiet", "cli/work-output"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

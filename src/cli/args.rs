@@ -114,8 +114,8 @@ pub struct WorkArgs {
     /// Jobs run at once
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
-    /// Each claim's lease, renewed every third of it
-    #[arg(long, default_value = "1m", value_parser = positive_duration)]
+    /// Each claim's lease, renewed every third of it (at least 3ms)
+    #[arg(long, default_value = "1m", value_parser = lease_duration)]
     pub lease: Duration,
     /// Stop a command that runs longer, and fail the attempt (0: none)
     #[arg(long, default_value = "0", value_parser = duration::parse)]
@@ -197,8 +197,18 @@ fn queue_name(text: &str) -> Result<String, String> {
 
 fn positive_duration(text: &str) -> Result<Duration, String> {
     let d = duration::parse(text)?;
-    if d < Duration::from_millis(1) {
-        return Err(format!("{text:?} is too short (at least 1ms)"));
+    if d.is_zero() {
+        return Err(format!("{text:?} must be more than 0"));
+    }
+    Ok(d)
+}
+
+/// A lease of 3 ms at least, as the published command asks: it renews
+/// every third of the lease, in whole milliseconds.
+fn lease_duration(text: &str) -> Result<Duration, String> {
+    let d = duration::parse(text)?;
+    if d < Duration::from_millis(3) {
+        return Err(format!("{text:?} is too short (at least 3ms)"));
     }
     Ok(d)
 }

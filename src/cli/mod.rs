@@ -59,8 +59,31 @@ pub fn main_with(options: OpenOptions) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ukue {name}: {}", escape(&format!("{e:#}")));
-            ExitCode::from(1)
+            ExitCode::from(exit_status(&e))
         }
+    }
+}
+
+/// A command line that parses but cannot run (`work`'s command cannot be
+/// found): a usage error, exit status 2, as clap's own.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The exit status of a command that failed with `e`: 2 for a
+/// [`UsageError`], 1 for any other.
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    if e.is::<UsageError>() {
+        2
+    } else {
+        1
     }
 }
 
@@ -154,6 +177,9 @@ pub fn work_with(open: &OpenOptions, args: WorkArgs, handler: &dyn crate::worker
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
         keep_done: args.keep_done,
     };
+    // As the published command: a command that cannot run is a usage
+    // error, before the file is opened or any job claimed.
+    work::find_command(&args.command[0]).map_err(UsageError)?;
     // Refuse a bad file before anything starts.
     drop(files.open(&args.file)?);
     let worker = Worker::new(&args.file, &args.queue, options).open_options(files.0.clone());
@@ -163,8 +189,17 @@ pub fn work_with(open: &OpenOptions, args: WorkArgs, handler: &dyn crate::worker
             .context("installing signal handlers")?;
     let signal_handle = signals.handle();
     let listener = std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
+        let mut pending = signals.forever();
+        if pending.next().is_some() {
             stopper.stop();
+            // A second one ends the worker at once, as the published one
+            // does (its commands run on; their jobs come back once their
+            // leases run out).
+            if let Some(second) = pending.next() {
+                eprintln!("ukue work: a second signal: ending at once, without waiting for running commands");
+                let _ = signal_hook::low_level::emulate_default_handler(second);
+                std::process::exit(1);
+            }
         }
     });
     let quiet = args.quiet;

@@ -2,12 +2,14 @@
 //! stopped as a whole (SIGTERM, then SIGKILL 10 s later) when the lease is
 //! lost, the job times out or the grace period ends.
 
-use std::ffi::OsString;
-use std::io::Write;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,120 @@ pub const EXIT_PERMANENT: i32 = 65;
 
 /// How long a stopped command has between SIGTERM and SIGKILL.
 const KILL_AFTER: Duration = Duration::from_secs(10);
+
+/// How much of the end of its command's stderr a failed attempt's
+/// `last_error` keeps, as the published command.
+const STDERR_TAIL: usize = 2000;
+
+/// How long, once a failed command has ended, to wait for the end of its
+/// stderr: a process it started may hold it open.
+const STDERR_WAIT: Duration = Duration::from_secs(2);
+
+/// Where `name` runs from, as a shell would find it: a name with a `/` is
+/// a path, any other is looked for on `PATH`; either must be a file that
+/// may be executed. The error says why not.
+pub fn find_command(name: &OsStr) -> Result<PathBuf, String> {
+    let shown = name.to_string_lossy();
+    let why = |reason: &str| format!("can't run {shown:?}: {reason}");
+    if name.is_empty() {
+        return Err(why("an empty command name"));
+    }
+    if name.as_bytes().contains(&b'/') {
+        return runnable(Path::new(name)).map(|()| PathBuf::from(name)).map_err(|e| why(&e));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = if path.is_empty() { Vec::new() } else { std::env::split_paths(&path).collect() };
+    for dir in dirs {
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let candidate = dir.join(name);
+        if runnable(&candidate).is_ok() {
+            return Ok(candidate);
+        }
+    }
+    Err(why("executable file not found in $PATH"))
+}
+
+/// Whether `path` is a file this process may execute.
+fn runnable(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| plain_io_error(&e))?;
+    if meta.is_dir() {
+        return Err("is a directory".into());
+    }
+    let executable = match nix::unistd::access(path, nix::unistd::AccessFlags::X_OK) {
+        Ok(()) => true,
+        // Some sandboxes refuse the call itself: judge by the mode.
+        Err(nix::errno::Errno::ENOSYS | nix::errno::Errno::EPERM) => meta.permissions().mode() & 0o111 != 0,
+        Err(_) => false,
+    };
+    if executable {
+        Ok(())
+    } else {
+        Err("permission denied".into())
+    }
+}
+
+/// An I/O error's text without Rust's ` (os error N)`.
+fn plain_io_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_lowercase(),
+        None => text,
+    }
+}
+
+/// A command's stderr, passed on to the worker's as it comes, its end
+/// kept for the `last_error` of a failed attempt.
+struct StderrTail {
+    kept: Arc<Mutex<Vec<u8>>>,
+    closed: mpsc::Receiver<()>,
+}
+
+impl StderrTail {
+    fn forward(mut pipe: ChildStderr) -> StderrTail {
+        let kept: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (closed_tx, closed) = mpsc::channel();
+        let tail = kept.clone();
+        thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                let n = match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let _ = std::io::stderr().lock().write_all(&buf[..n]);
+                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                tail.extend_from_slice(&buf[..n]);
+                let extra = tail.len().saturating_sub(STDERR_TAIL);
+                tail.drain(..extra);
+            }
+            let _ = closed_tx.send(());
+        });
+        StderrTail { kept, closed }
+    }
+
+    /// The end of what the command wrote on stderr, once the pipe is
+    /// closed or [`STDERR_WAIT`] has passed; trimmed, invalid UTF-8 shown
+    /// as U+FFFD.
+    fn text(&self) -> String {
+        let _ = self.closed.recv_timeout(STDERR_WAIT);
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&kept).trim().to_string()
+    }
+
+    /// `outcome`, a failure's error followed by the end of the stderr.
+    fn detail(&self, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Fail { error, retry } => {
+                let tail = self.text();
+                let error = if tail.is_empty() { error } else { format!("{error}: {tail}") };
+                Outcome::Fail { error, retry }
+            }
+            other => other,
+        }
+    }
+}
 
 pub struct CommandHandler {
     pub file: PathBuf,
@@ -42,6 +158,7 @@ impl Handler for CommandHandler {
             }
         };
         let group = Pid::from_raw(child.id() as i32);
+        let stderr = child.stderr.take().map(StderrTail::forward);
         if let Some(mut stdin) = child.stdin.take() {
             let payload = job.payload.clone();
             // A command that never reads its stdin must not block us.
@@ -80,7 +197,7 @@ impl Handler for CommandHandler {
             }
             control.wait(wait);
         };
-        match (stopping.map(|(reason, _)| reason), status) {
+        let outcome = match (stopping.map(|(reason, _)| reason), status) {
             (Some(StopReason::Shutdown | StopReason::LeaseLost), _) => Outcome::Release,
             (Some(StopReason::Timeout), _) => {
                 Outcome::Fail { error: "timed out".into(), retry: Retry::Backoff }
@@ -89,6 +206,12 @@ impl Handler for CommandHandler {
                 Outcome::Fail { error: format!("lost track of the command: {e}"), retry: Retry::Backoff }
             }
             (None, Ok(status)) => outcome_of(status),
+        };
+        // A job that ended well is not held up by a process the command
+        // left in the background with its stderr.
+        match stderr {
+            Some(stderr) => stderr.detail(outcome),
+            None => outcome,
         }
     }
 }
@@ -103,6 +226,7 @@ impl CommandHandler {
         Command::new(&self.command[0])
             .args(&self.command[1..])
             .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
             .env("UKUE_FILE", &self.file)
             .env("UKUE_QUEUE", &self.queue)
             .env("UKUE_JOB_ID", job.id.to_string())
@@ -158,4 +282,28 @@ pub fn report(event: Event, quiet: bool) {
         Event::Stopping { reason, id } => format!("ukue work: job {id}: stopping its command ({reason:?})"),
     };
     eprintln!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_found_on_path_or_at_its_path_and_must_be_runnable() {
+        assert!(find_command(OsStr::new("sh")).is_ok());
+        assert!(find_command(OsStr::new("/bin/sh")).is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = |name: &Path, why: &str| {
+            let e = find_command(name.as_os_str()).unwrap_err();
+            assert!(e.starts_with(&format!("can't run {:?}: ", name.to_string_lossy())), "{e}");
+            assert!(e.ends_with(why), "{e}");
+        };
+        refused(Path::new("ukue-no-such-command"), "executable file not found in $PATH");
+        refused(&dir.path().join("missing"), "no such file or directory");
+        refused(dir.path(), "is a directory");
+        refused(&plain, "permission denied");
+    }
 }

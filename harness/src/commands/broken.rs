@@ -80,7 +80,7 @@ fn main_from(words: Vec<OsString>, run: impl FnOnce(Cmd, &mut dyn Write) -> anyh
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ukue {name}: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(ukue::cli::exit_status(&e))
         }
     }
 }

@@ -680,6 +680,107 @@ pub const CLI_BUGS: &[CliBug] = &[
             words
         }),
     },
+    CliBug {
+        name: "drops-empty-args",
+        what: "work.command-untouched: `work` drops the empty arguments of COMMAND",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.command.retain(|a| !a.is_empty());
+            }
+        }),
+    },
+    CliBug {
+        name: "command-found-late",
+        what: "work.command-not-found: `work` looks for COMMAND only as it runs a job (through `env`), so a \
+               command that cannot run fails every job it claims, as the reference once did",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.command.insert(0, "env".into());
+            }
+        }),
+    },
+    CliBug {
+        name: "env-without-path-home",
+        what: "work.env-inherited: COMMAND runs without the worker's PATH and HOME (through `env -u`)",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                let unset = ["env", "-u", "PATH", "-u", "HOME"].map(std::ffi::OsString::from);
+                args.command.splice(0..0, unset);
+            }
+        }),
+    },
+    CliBug {
+        name: "signal-finishes",
+        what: "work.exit-other: a command killed by a signal finishes its job",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { error, .. } if error.starts_with("killed by signal") => Outcome::Finish,
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "blank-last-error",
+        what: "work.last-error: a failed attempt leaves an empty last_error",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { retry, .. } => Outcome::Fail { error: String::new(), retry },
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "status-only-error",
+        what: "work.last-error-stderr: last_error holds the exit status and nothing of the command's stderr",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { error, retry } => {
+                Outcome::Fail { error: error.split(": ").next().unwrap_or_default().to_string(), retry }
+            }
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "timeout-unnamed",
+        what: "work.timeout-reason: a timed-out attempt's last_error says only that it was stopped",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { error, retry } => {
+                Outcome::Fail { error: error.replace("timed out", "stopped"), retry }
+            }
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "extra-slot",
+        what: "work.concurrency: `work --concurrency N` runs up to N+1 commands at once",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.concurrency = args.concurrency.saturating_add(1);
+            }
+        }),
+    },
+    CliBug {
+        name: "lease-ignored",
+        what: "work.lease: `--lease` is ignored; every claim's lease is the default minute",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.lease = std::time::Duration::from_secs(60);
+            }
+        }),
+    },
+    CliBug {
+        name: "poll-ignored",
+        what: "work.poll: `--poll` is ignored; an idle worker looks for jobs every second",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.poll = std::time::Duration::from_secs(1);
+            }
+        }),
+    },
+    CliBug {
+        name: "loud-quiet",
+        what: "work.quiet: `--quiet` is ignored; the worker reports every job",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.quiet = false;
+            }
+        }),
+    },
 ];
 
 /// The flags whose values are durations.

@@ -8,6 +8,7 @@
 //! mix and survive a crash), checks in the file whether this attempt still
 //! holds its job ([`holds`]), and follows the script in the job's payload.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,6 +29,30 @@ pub enum Action {
     KillWorker,
     /// `fail-attempts:N` — exit 3 while this is attempt N or earlier.
     FailAttempts(i64),
+    /// `stdout:TEXT` — write TEXT and a newline on stdout.
+    Stdout(String),
+    /// `stderr:TEXT` — write TEXT and a newline on stderr.
+    Stderr(String),
+    /// `fill-stderr:N` — write N bytes on stderr: `x`s, a newline every
+    /// hundred (no digits, so that a number in `last_error` is the status).
+    FillStderr(usize),
+    /// `signal:N` — send itself signal N (ending without an end record).
+    Signal(i32),
+    /// `gather:N` — wait until the log holds N start records (N commands
+    /// started, the others still running if none has ended), at most a
+    /// minute.
+    Gather(usize),
+    /// `await:NAME` — wait until a file NAME exists beside the log, at most
+    /// a minute.
+    Await(String),
+    /// `env:NAME` — the start record notes the variable NAME (null when
+    /// unset). Done before the start record, wherever the word stands.
+    Env(String),
+    /// `background:MS`, `background-ignore-term:MS` — before the start
+    /// record, start a child (in the probe's process group) that holds the
+    /// probe's stdout and stderr for MS ms, ignoring SIGTERM or not; the
+    /// start record lists the children's pids.
+    Background { ms: u64, ignore_term: bool },
 }
 
 /// Parses a payload into its actions.
@@ -42,6 +67,17 @@ pub fn script(payload: &str) -> Vec<Action> {
                 "ignore-term" => Some(Action::IgnoreTerm),
                 "kill-worker" => Some(Action::KillWorker),
                 "fail-attempts" => arg.parse().ok().map(Action::FailAttempts),
+                "stdout" => Some(Action::Stdout(arg.to_string())),
+                "stderr" => Some(Action::Stderr(arg.to_string())),
+                "fill-stderr" => arg.parse().ok().map(Action::FillStderr),
+                "signal" => arg.parse().ok().map(Action::Signal),
+                "gather" => arg.parse().ok().map(Action::Gather),
+                "await" if !arg.is_empty() && !arg.contains('/') => Some(Action::Await(arg.to_string())),
+                "env" if !arg.is_empty() => Some(Action::Env(arg.to_string())),
+                "background" => arg.parse().ok().map(|ms| Action::Background { ms, ignore_term: false }),
+                "background-ignore-term" => {
+                    arg.parse().ok().map(|ms| Action::Background { ms, ignore_term: true })
+                }
                 _ => None,
             }
         })
@@ -84,6 +120,15 @@ pub struct Record {
     pub seen_state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_attempts: Option<i64>,
+    /// The probe's arguments after LOG, as `work` passed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The variables that `env:NAME` words ask for (null: unset).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Option<String>>,
+    /// The pids of the children that `background:` words started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +218,9 @@ impl Record {
             updated_at: None,
             seen_state: None,
             seen_attempts: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            children: Vec::new(),
         }
     }
 
@@ -226,5 +274,24 @@ mod tests {
             vec![Action::FailAttempts(2), Action::IgnoreTerm, Action::KillWorker]
         );
         assert_eq!(script("just a label exit:x"), vec![]);
+        assert_eq!(
+            script("stdout:a stderr:b fill-stderr:9 signal:9 gather:4 await:go env:HOME"),
+            vec![
+                Action::Stdout("a".into()),
+                Action::Stderr("b".into()),
+                Action::FillStderr(9),
+                Action::Signal(9),
+                Action::Gather(4),
+                Action::Await("go".into()),
+                Action::Env("HOME".into()),
+            ]
+        );
+        assert_eq!(
+            script("background:10 background-ignore-term:20 await:a/b env:"),
+            vec![
+                Action::Background { ms: 10, ignore_term: false },
+                Action::Background { ms: 20, ignore_term: true }
+            ]
+        );
     }
 }

@@ -37,6 +37,11 @@ impl Procs {
         Procs { marker, groups: Mutex::new(Vec::new()) }
     }
 
+    /// The marker of this case's processes (the value of [`MARKER`]).
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
     /// Starts `cmd` as the leader of a new process group, marked.
     pub fn spawn(&self, cmd: &mut Command) -> io::Result<Spawned> {
         cmd.process_group(0).env(MARKER, &self.marker);

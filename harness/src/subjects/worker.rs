@@ -19,6 +19,7 @@ use crate::history::{WorkerEventKind, WorkerEvents};
 /// A running `work` process of a subject.
 pub struct WorkerProcess {
     pub process: Spawned,
+    pub stdout_path: PathBuf,
     pub stderr_path: PathBuf,
     /// The case's record of what was done to its workers.
     events: WorkerEvents,
@@ -45,8 +46,8 @@ pub fn start_worker(
     start_command_worker(ctx, who, file, queue, options, &[path_str(&probe), path_str(&log)])
 }
 
-/// Starts `who work FILE QUEUE OPTIONS -- COMMAND...`, with its stderr in
-/// the case's directory.
+/// Starts `who work FILE QUEUE OPTIONS -- COMMAND...`, with its stdout and
+/// stderr in files of the case's directory.
 pub fn start_command_worker(
     ctx: &Ctx,
     who: &Subject,
@@ -56,28 +57,38 @@ pub fn start_command_worker(
     command: &[&str],
 ) -> Result<WorkerProcess, Failure> {
     let n = std::fs::read_dir(&ctx.dir).map(|d| d.count()).unwrap_or(0);
+    let stdout_path = ctx.path(&format!("worker-{n}.stdout"));
     let stderr_path = ctx.path(&format!("worker-{n}.stderr"));
+    let stdout = std::fs::File::create(&stdout_path)?;
     let stderr = std::fs::File::create(&stderr_path)?;
     let mut args: Vec<&str> = who.args.iter().map(String::as_str).collect();
     args.extend(["work", path_str(file), queue]);
     args.extend_from_slice(options);
     args.push("--");
     args.extend_from_slice(command);
-    let process = ctx.spawn(&who.program, &args, Stdio::null(), Stdio::from(stderr))?;
-    Ok(WorkerProcess::started(ctx, process, stderr_path))
+    let process = ctx.spawn(&who.program, &args, Stdio::from(stdout), Stdio::from(stderr))?;
+    let mut worker = WorkerProcess::started(ctx, process, stderr_path);
+    worker.stdout_path = stdout_path;
+    Ok(worker)
 }
 
 impl WorkerProcess {
     /// A worker process just spawned, noted in the case's record of what
     /// was done to its workers.
     pub fn started(ctx: &Ctx, process: Spawned, stderr_path: PathBuf) -> WorkerProcess {
-        let worker = WorkerProcess { process, stderr_path, events: ctx.events.clone() };
+        let stdout_path = PathBuf::new();
+        let worker = WorkerProcess { process, stdout_path, stderr_path, events: ctx.events.clone() };
         worker.note(WorkerEventKind::Started);
         worker
     }
 
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// What the worker wrote on stdout (nothing, when it was not kept).
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout_path).unwrap_or_default()
     }
 
     /// Fails when the worker has ended by itself: `what` is what it should
@@ -111,17 +122,23 @@ impl WorkerProcess {
     }
 
     /// SIGTERM, then waits (up to `limit`) for it to end.
-    pub fn stop(mut self, limit: Duration) -> Result<(), Failure> {
-        self.process.signal(Signal::SIGTERM);
+    pub fn stop(self, limit: Duration) -> Result<(), Failure> {
+        self.stop_by(Signal::SIGTERM, limit)
+    }
+
+    /// Sends `signal` (SIGTERM or SIGINT), then waits (up to `limit`) for
+    /// the worker to exit 0.
+    pub fn stop_by(mut self, signal: Signal, limit: Duration) -> Result<(), Failure> {
+        self.process.signal(signal);
         self.note(WorkerEventKind::Stopped);
         match self.process.wait_timeout(limit)? {
             Some(status) if status.success() => Ok(()),
             Some(status) => Err(Failure::fail(
-                "the worker to exit 0 after SIGTERM",
+                format!("the worker to exit 0 after {signal}"),
                 format!("{status}: {}", clip(&self.stderr())),
             )),
             None => Err(Failure::timeout(
-                format!("the worker to stop within {} s of SIGTERM", limit.as_secs()),
+                format!("the worker to stop within {} s of {signal}", limit.as_secs()),
                 "it was still running",
             )),
         }

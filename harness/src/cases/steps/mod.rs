@@ -16,7 +16,7 @@ mod finish;
 mod manage;
 mod reading;
 pub(crate) mod rows;
-mod running;
+pub(crate) mod running;
 pub(crate) mod setup;
 
 use std::time::Duration;

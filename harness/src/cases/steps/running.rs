@@ -52,7 +52,7 @@ pub(super) fn runs_of(runs: &[Execution], id: i64) -> Vec<&Execution> {
 /// Waits until every job of `ids` has started under the probe and no longer
 /// runs in the file (finished, failed or given back); returns when the
 /// harness saw that (ms), an upper bound of the subject's last step.
-pub(super) fn wait_settled(
+pub(crate) fn wait_settled(
     ctx: &Ctx,
     file: &Path,
     ids: &[i64],
@@ -85,7 +85,7 @@ pub(super) fn wait_settled(
 }
 
 /// Fails when a worker ended by itself (it must run until stopped).
-pub(super) fn still_working(workers: &mut [&mut WorkerProcess]) -> CaseResult {
+pub(crate) fn still_working(workers: &mut [&mut WorkerProcess]) -> CaseResult {
     for worker in workers.iter_mut() {
         worker.still_running("the worker to keep running until stopped")?;
     }
@@ -93,7 +93,7 @@ pub(super) fn still_working(workers: &mut [&mut WorkerProcess]) -> CaseResult {
 }
 
 /// Whether a process is alive (a zombie is not).
-pub(super) fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat.rsplit_once(')').is_none_or(|(_, rest)| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
