@@ -7,7 +7,9 @@ use support::*;
 
 #[test]
 fn heavy_the_whole_suite_passes_the_reference() {
-    let (code, reports, stderr) = run_suite(&["--impl", reference().to_str().unwrap(), "--jobs", "2"], &[]);
+    // --slow: the cases that wait 30 s run too (beside the others).
+    let (code, reports, stderr) =
+        run_suite(&["--impl", reference().to_str().unwrap(), "--jobs", "2", "--slow"], &[]);
     let bad: Vec<String> = reports
         .iter()
         .filter(|r| r.get("status").is_some_and(|s| !["pass", "skipped"].contains(&s.as_str().unwrap_or(""))))
@@ -72,6 +74,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-body-limit-short", "http/body-exact"),
     ("serve-untrimmed-token", "http/serve-options"),
     ("serve-stop-fails", "http/stop"),
+    ("serve-wait-uncapped", "http/claim-wait-most"),
     // The command line (spec/COMMAND.md) beyond the steps.
     ("usage-exit-1", "cli/usage-exit-2"),
     ("no-double-dash", "cli/double-dash"),
@@ -133,7 +136,16 @@ fn heavy_each_broken_program_fails_the_case_meant_to_catch_it() {
         // --strict: a `should` case (add-waits-for-busy-file) fails too.
         let mut runs = seeds.iter().map(|seed| {
             run_suite(
-                &["--impl", broken().to_str().unwrap(), "--cases", case, "--seed", seed, "--strict"],
+                &[
+                    "--impl",
+                    broken().to_str().unwrap(),
+                    "--cases",
+                    case,
+                    "--seed",
+                    seed,
+                    "--strict",
+                    "--slow",
+                ],
                 &[("UKUE_BROKEN", bug)],
             )
         });

@@ -8,15 +8,20 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-/// Pids of live processes whose environment carries the marker of the
-/// runner `runner` (markers are `RUNNER_PID-CASE`).
-fn marked(runner: u32) -> Vec<i32> {
-    let needle = format!("UKUE_CONFORMANCE_CASE={runner}-");
+/// Pids of live processes whose environment carries a marker of the
+/// runner `runner` (markers are `RUNNER_PID-RUN-CASE` for a case's
+/// processes, `RUNNER_PID-version` and such for the runner's own).
+fn marked(runner: u32, case: &str) -> Vec<i32> {
+    let prefix = format!("UKUE_CONFORMANCE_CASE={runner}-");
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
-        if env.split(|b| *b == 0).any(|v| v.starts_with(needle.as_bytes())) {
+        let ours = |v: &[u8]| {
+            v.strip_prefix(prefix.as_bytes())
+                .is_some_and(|rest| case.is_empty() || rest.ends_with(case.as_bytes()))
+        };
+        if env.split(|b| *b == 0).any(ours) {
             let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
             if !stat.contains(") Z ") {
                 pids.push(pid);
@@ -37,24 +42,26 @@ fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+const CASE: &str = "leases/stopped-worker-loses-job";
+
 #[test]
 fn heavy_ctrl_c_leaves_no_process_behind() {
     // Other tests of this binary run suites too: only this test's runner
     // may be interrupted, so run it with a case no other test uses.
     let mut runner = Command::new(conformance())
-        .args(["--impl", reference().to_str().unwrap(), "--cases", "leases/stopped-worker-loses-job"])
+        .args(["--impl", reference().to_str().unwrap(), "--cases", CASE])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = runner.id() as i32;
     // Wait for the case's workers and the probe they run.
-    let started = wait_until(Duration::from_secs(30), || marked(pid as u32).len() >= 2);
+    let started = wait_until(Duration::from_secs(30), || marked(pid as u32, CASE).len() >= 2);
     assert!(started, "the case did not start its workers");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
     let ended = wait_until(Duration::from_secs(30), || runner.try_wait().unwrap().is_some());
     assert!(ended, "the runner did not stop on SIGINT");
     assert_eq!(runner.wait().unwrap().code(), Some(130));
-    let left = marked(pid as u32);
+    let left = marked(pid as u32, "");
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }

@@ -311,8 +311,8 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
     (
         "work hands its command only the first 64 KiB of a payload",
         "ukue.py",
-        r#"child = Child(self.command, env, job["payload"])"#,
-        r#"child = Child(self.command, env, job["payload"][:65536])"#,
+        r#"child = Child(self.command, env, job["payload"], self.log.lock)"#,
+        r#"child = Child(self.command, env, job["payload"][:65536], self.log.lock)"#,
         "sweep/work-stdin",
     ),
     (

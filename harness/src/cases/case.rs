@@ -15,6 +15,9 @@ pub struct Needs {
     pub strace: bool,
     /// The subject's `serve` (the http family); skipped when it has none.
     pub serve: bool,
+    /// Time: it waits 30 s or more by design, so it runs only with
+    /// `--slow` (a release check, the project's own tests).
+    pub slow: bool,
 }
 
 /// How binding a case's rule is: the published format and command line

@@ -109,6 +109,10 @@ pub struct ConformanceArgs {
     /// Fail the run when a `should` case does not pass (otherwise a warning)
     #[arg(long)]
     pub strict: bool,
+    /// Also run the cases that wait 30 s or more by design (otherwise
+    /// skipped, and named as such)
+    #[arg(long)]
+    pub slow: bool,
     /// List the cases (id, rule, summary) and exit
     #[arg(long)]
     pub list: bool,
@@ -279,6 +283,9 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     // Sharded after --cases, as nextest does, so that the shards of a
     // selection are even; a shard may be left with nothing to run.
     let chosen = shard::partition(&args.shard, chosen);
+    // Before the first process is spawned (asking the subject's version
+    // spawns one), so that no Ctrl-C finds a child unswept.
+    interrupt_kills_everything()?;
     let (mut subjects, python) = subjects(&args)?;
     let expected_failures = match &args.expected_failures {
         Some(path) => parse_expected_failures(
@@ -316,6 +323,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             skipped.push((case, "needs strace on PATH".to_string()));
         } else if let (true, Some(reason)) = (case.needs.serve, &no_serve) {
             skipped.push((case, reason.clone()));
+        } else if case.needs.slow && !args.slow {
+            skipped.push((case, "waits 30 s or more: runs with --slow".to_string()));
         } else {
             run_cases.push(case);
         }
@@ -351,7 +360,6 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         all_timelines: args.verbose,
         info,
     };
-    interrupt_kills_everything()?;
     let mut human;
     let mut json;
     let reporter: &mut dyn Reporter = match args.format {
@@ -411,6 +419,7 @@ fn list(all: &[Case], format: Format) {
             Format::Json => serde_json::json!({
                 "id": case.id, "level": case.level, "rule": case.rule, "rule_title": spec::title(case.rule),
                 "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
+                "needs_serve": case.needs.serve, "slow": case.needs.slow,
             })
             .to_string(),
         };

@@ -55,6 +55,8 @@ pub enum ServeFlaw {
     /// A request with a method no endpoint has is refused before its body
     /// is read, and the connection closed without a word.
     RefusesUnread,
+    /// A claim waits as long as its `wait` says, past 30 s.
+    WaitUncapped,
     /// An add's negative `delay` (a number) is taken as 0.
     NegativeDelayZero,
     /// A retry of a job that is not dead answers 409, not 404.
@@ -93,6 +95,13 @@ pub enum ServeFlaw {
 const SOUND: ServeFlaw = ServeFlaw::None;
 
 pub const BUGS: &[Bug] = &[
+    Bug {
+        name: "serve-wait-uncapped",
+        what: "http.claim-wait-most: a claim waits as long as its `wait` asks, past 30 s",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::WaitUncapped,
+    },
     Bug {
         name: "reversed-priority",
         what: "the claim picks the lowest priority first",

@@ -148,6 +148,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             serve_with(options, args, move |api| api.layer(from_fn(lost)))
         }
         ServeFlaw::LooksOnlyAtEnds => serve_with(options, args, |api| api.layer(from_fn(look_at_ends))),
+        ServeFlaw::WaitUncapped => serve_with(options, args, |api| api.layer(from_fn(wait_past_cap))),
         ServeFlaw::ListLimitFifty => serve_with(options, args, |api| {
             api.layer(from_fn(|mut request: Request, next: Next| async move {
                 let uri = request.uri();
@@ -300,6 +301,24 @@ async fn look_at_ends(request: Request, next: Next) -> Response {
     tokio::time::sleep(std::time::Duration::from_secs_f64(wait.min(30.0))).await;
     parts.headers.remove(header::CONTENT_LENGTH);
     next.run(Request::from_parts(parts, Body::from(value.to_string()))).await
+}
+
+/// A claim whose `wait` is over 30 s first waits out what is over, then
+/// goes to the reference (which waits up to 30 s more).
+async fn wait_past_cap(request: Request, next: Next) -> Response {
+    if request.uri().path() != "/v1/claim" {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let wait = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("wait").and_then(serde_json::Value::as_f64))
+        .unwrap_or(0.0);
+    if wait > 30.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(wait - 30.0)).await;
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// The token as the reference reads it: `--token-file`, or `UKUE_TOKEN`.

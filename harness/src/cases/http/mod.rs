@@ -98,6 +98,14 @@ pub fn cases() -> Vec<Case> {
             )
         },
     ];
+    cases.push(Case {
+        needs: Needs { slow: true, ..needs },
+        ..case(
+            "http/claim-wait-most",
+            "a claim with a wait of 42 s on an empty queue answers 204 after 30 s, the most a claim waits",
+            claim_wait_most,
+        )
+    });
     cases.extend(delivery::cases(case));
     cases.extend(faults::cases(case));
     cases.extend(refusals::cases(case));
@@ -120,6 +128,7 @@ fn rule(id: &str) -> &'static str {
         }
         "mixed-delivery" | "mixed-delivery-python" => "6.3",
         "refuses-format-2" => "2.3",
+        "claim-wait-most" => "http.claim-wait-most",
         // The cases of spec/COMMAND.md §6 and §13 name the item they check first.
         "refusals" => "http.refusal-4xx",
         "refusal-statuses" => "http.status-400",
@@ -395,6 +404,26 @@ fn long_poll(ctx: &mut Ctx) -> CaseResult {
     let job = waiting.join().map_err(|_| Failure::error("the client thread", "it panicked"))??;
     let job = job.ok_or_else(|| Failure::fail(format!("the waiting claim to get job {id}"), "204"))?;
     ensure_eq!(job["id"].as_i64(), Some(id), "the job the waiting claim got");
+    Ok(())
+}
+
+fn claim_wait_most(ctx: &mut Ctx) -> CaseResult {
+    let (_file, _server, client) = start(ctx, &[], &[])?;
+    let asked = std::time::Instant::now();
+    let job = client.claim(json!({"queue": "q", "wait": 42}))?;
+    let waited = asked.elapsed();
+    ensure!(
+        job.is_none(),
+        "204: no job was added",
+        format!("a job: {}", clip(&job.unwrap_or_default().to_string()))
+    );
+    // 30 s by the server's timer; the margin above it is for a loaded
+    // machine, and stays well under the 42 s asked.
+    ensure!(
+        (29.0..=37.0).contains(&waited.as_secs_f64()),
+        "the claim to wait 30 s (the most a claim waits), not the 42 s it asked: 204 after 29 to 37 s",
+        format!("204 after {:.1} s", waited.as_secs_f64())
+    );
     Ok(())
 }
 
