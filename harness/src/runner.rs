@@ -171,6 +171,8 @@ pub struct Config {
     pub replay: String,
     /// The crash family's kills, over all its cases (`--crash-kills`).
     pub crash_kills: usize,
+    /// How long a generated case generates (`--duration`).
+    pub generate_for: Duration,
     /// `--strict`: a `should` case that does not pass fails the run.
     pub strict: bool,
     /// `--fail-fast`: start no case once one has failed.
@@ -257,6 +259,7 @@ const SLOW_FIRST: &[&[&str]] = &[
         "http/mixed-delivery",
         "powerloss/",
         "ioerror/",
+        "differential/",
     ],
 ];
 
@@ -363,7 +366,9 @@ fn run_in(
     dir: PathBuf,
     report: &mut CaseReport,
 ) -> (Result<(), Failure>, Option<History>) {
-    let deadline = Instant::now() + config.case_timeout;
+    let timeout =
+        config.case_timeout + if case.needs.generated { config.generate_for } else { Duration::ZERO };
+    let deadline = Instant::now() + timeout;
     let seed = case_seed(config.seed, case.id);
     // A marker of this run of the case alone: a soak's next pass of the
     // same case must not carry it (its processes would be swept with this
@@ -373,6 +378,7 @@ fn run_in(
     let log = dir.join(PROBE_LOG);
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
     ctx.crash_kills = config.crash_kills;
+    ctx.generate_for = config.generate_for;
     let (tx, rx) = mpsc::channel();
     let run = case.run;
     std::thread::spawn(move || {
@@ -396,7 +402,7 @@ fn run_in(
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.
-    match rx.recv_timeout(config.case_timeout + Duration::from_secs(15)) {
+    match rx.recv_timeout(timeout + Duration::from_secs(15)) {
         Ok((result, notes, figures, history)) => {
             report.notes = notes;
             report.figures = figures;
@@ -407,7 +413,7 @@ fn run_in(
         }
         Err(mpsc::RecvTimeoutError::Timeout) => (
             Err(Failure::timeout(
-                format!("the case to finish within {} s", config.case_timeout.as_secs()),
+                format!("the case to finish within {} s", timeout.as_secs()),
                 "it was still running",
             )),
             // What the probe recorded of the stuck case, for its timeline.

@@ -18,6 +18,9 @@ pub struct Needs {
     /// Time: it waits 30 s or more by design, so it runs only with
     /// `--slow` (a release check, the project's own tests).
     pub slow: bool,
+    /// It generates runs for `--duration`, and its time limit grows by as
+    /// much.
+    pub generated: bool,
 }
 
 /// How binding a case's rule is: the published format and command line

@@ -22,7 +22,7 @@ use crate::explore::run::{run_ops, search, ModelRun, SearchConfig, Target};
 use crate::report::{self, Reporter};
 use crate::runner::{self, Config, RunInfo};
 use crate::spec;
-use crate::subjects::ctx::DEFAULT_CRASH_KILLS;
+use crate::subjects::ctx::{DEFAULT_CRASH_KILLS, DEFAULT_GENERATE_FOR};
 use crate::subjects::driver::client::DriverCommand;
 use crate::subjects::{process, python, Subject, Subjects};
 
@@ -94,6 +94,10 @@ pub struct ConformanceArgs {
     /// make each case longer: raise --case-timeout with them)
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CRASH_KILLS)]
     pub crash_kills: usize,
+    /// How long the generated cases (differential/*) generate runs: as
+    /// many sequences as fit, at least one
+    #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
+    pub duration: Duration,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Also write a JUnit XML report here
@@ -257,6 +261,9 @@ fn replay_prefix(args: &ConformanceArgs, implementation: &Path, subjects: &Subje
     if args.strict {
         line.push_str(" --strict");
     }
+    if args.duration != DEFAULT_GENERATE_FOR {
+        line.push_str(&format!(" --duration {}ms", args.duration.as_millis()));
+    }
     if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
@@ -354,6 +361,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         expected_failures,
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
+        generate_for: args.duration,
         strict: args.strict,
         fail_fast: args.shard.fail_fast,
         iteration: None,

@@ -790,6 +790,58 @@ pub const CLI_BUGS: &[CliBug] = &[
             }
         }),
     },
+    // Bugs where two options meet, or where a command names several jobs:
+    // each option alone, and each command of one job, is right.
+    CliBug {
+        name: "list-state-dropped-with-queue",
+        what: "list.state: `list --queue Q --state S` lists every job of Q, whatever its state",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                if args.queue.is_some() {
+                    args.state = None;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "list-after-dropped-with-state",
+        what: "list.after: `list --state S --after ID` lists from the first job in S, as if without --after",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                if args.state.is_some() {
+                    args.after = 0;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "purge-dead-every-queue",
+        what: "purge.queue: `purge --state dead --queue Q` deletes the dead jobs of every queue (done jobs keep to Q)",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Purge { state, queue, .. } = cmd {
+                if state == "dead" {
+                    *queue = None;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "delete-first-only",
+        what: "delete.ids: `delete FILE ID...` deletes the first job it names and no other",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Delete { ids, .. } = cmd {
+                ids.truncate(1);
+            }
+        }),
+    },
+    CliBug {
+        name: "stats-without-finished-queues",
+        what: "stats.json: `stats` leaves out a queue whose jobs are all dead or done",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "stats" => edit_json(printed, without_finished_queues),
+            _ => printed,
+        }),
+    },
 ];
 
 /// The flags whose values are durations.
@@ -832,6 +884,16 @@ fn edit_json(printed: Vec<u8>, edit: fn(&mut serde_json::Value)) -> Vec<u8> {
     let mut out = serde_json::to_vec(&value).unwrap_or(printed);
     out.push(b'\n');
     out
+}
+
+/// `stats --json` without the queues that have nothing to run.
+fn without_finished_queues(value: &mut serde_json::Value) {
+    if let Some(queues) = value.get_mut("queues").and_then(|q| q.as_array_mut()) {
+        let waiting = |q: &serde_json::Value| {
+            ["ready", "delayed", "running", "expired"].iter().any(|k| q[k].as_i64().unwrap_or(0) > 0)
+        };
+        queues.retain(waiting);
+    }
 }
 
 /// Every `payload_base64` in `value` in URL-safe base64 without padding.

@@ -32,6 +32,9 @@ pub struct Ctx {
     /// How many workers the crash family kills, over all its cases
     /// (`--crash-kills`).
     pub crash_kills: usize,
+    /// How long a case that generates its runs goes on generating them
+    /// (`--duration`).
+    pub generate_for: Duration,
     /// Figures a case reports whatever its outcome (shown with `-v`, and
     /// in the JSON report).
     pub notes: Vec<String>,
@@ -46,6 +49,10 @@ pub struct Ctx {
 /// The crash family's kills in a default run.
 pub const DEFAULT_CRASH_KILLS: usize = 200;
 
+/// How long the generated runs of a default run take (the differential
+/// family's).
+pub const DEFAULT_GENERATE_FOR: Duration = Duration::from_secs(3);
+
 impl Ctx {
     pub fn new(dir: PathBuf, seed: u64, subjects: Arc<Subjects>, marker: String, deadline: Instant) -> Ctx {
         Ctx {
@@ -57,6 +64,7 @@ impl Ctx {
             deadline,
             tracked: Vec::new(),
             crash_kills: DEFAULT_CRASH_KILLS,
+            generate_for: DEFAULT_GENERATE_FOR,
             notes: Vec::new(),
             figures: Default::default(),
             events: WorkerEvents::default(),
