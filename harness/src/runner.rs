@@ -171,7 +171,7 @@ pub struct Config {
     pub replay: String,
     /// The crash family's kills, over all its cases (`--crash-kills`).
     pub crash_kills: usize,
-    /// How long a generated case generates (`--duration`).
+    /// How long a generated case generates (`--generate-for`).
     pub generate_for: Duration,
     /// `--strict`: a `should` case that does not pass fails the run.
     pub strict: bool,

@@ -18,7 +18,7 @@ pub struct Needs {
     /// Time: it waits 30 s or more by design, so it runs only with
     /// `--slow` (a release check, the project's own tests).
     pub slow: bool,
-    /// It generates runs for `--duration`, and its time limit grows by as
+    /// It generates runs for `--generate-for`, and its time limit grows by as
     /// much.
     pub generated: bool,
 }

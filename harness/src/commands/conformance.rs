@@ -97,7 +97,7 @@ pub struct ConformanceArgs {
     /// How long the generated cases (differential/*) generate runs: as
     /// many sequences as fit, at least one
     #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
-    pub duration: Duration,
+    pub generate_for: Duration,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Also write a JUnit XML report here
@@ -261,8 +261,8 @@ fn replay_prefix(args: &ConformanceArgs, implementation: &Path, subjects: &Subje
     if args.strict {
         line.push_str(" --strict");
     }
-    if args.duration != DEFAULT_GENERATE_FOR {
-        line.push_str(&format!(" --duration {}ms", args.duration.as_millis()));
+    if args.generate_for != DEFAULT_GENERATE_FOR {
+        line.push_str(&format!(" --generate-for {}ms", args.generate_for.as_millis()));
     }
     if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
@@ -361,7 +361,7 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         expected_failures,
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
-        generate_for: args.duration,
+        generate_for: args.generate_for,
         strict: args.strict,
         fail_fast: args.shard.fail_fast,
         iteration: None,

@@ -33,7 +33,7 @@ pub struct Ctx {
     /// (`--crash-kills`).
     pub crash_kills: usize,
     /// How long a case that generates its runs goes on generating them
-    /// (`--duration`).
+    /// (`--generate-for`).
     pub generate_for: Duration,
     /// Figures a case reports whatever its outcome (shown with `-v`, and
     /// in the JSON report).

@@ -3,7 +3,7 @@
 //! lines, valid and invalid ([`step`]), run on twin files by the subject
 //! and the reference, compared after every step ([`twin`], in the terms of
 //! [`seen`]); the first difference is shrunk to a short sequence
-//! ([`shrink`]) and reported with it. The family runs for `--duration`
+//! ([`shrink`]) and reported with it. The family runs for `--generate-for`
 //! (3 s by default), as many sequences as fit.
 
 mod seen;
