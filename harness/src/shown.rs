@@ -1,5 +1,5 @@
 //! Values as a failure or a finding shows them: in the terms of the
-//! contract's JSON (shared/ukue-contract.md), whatever Rust type holds
+//! contract's JSON (spec/COMMAND.md), whatever Rust type holds
 //! them. A person comparing "expected" with "seen" reads what a subject's
 //! `--json` would print, not Rust's Debug forms:
 //!
