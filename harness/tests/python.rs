@@ -539,8 +539,7 @@ fn heavy_each_edited_python_statement_fails_the_case_meant_to_catch_it() {
     if !have("python3") {
         return;
     }
-    let mut escaped = Vec::new();
-    for (what, file, from, to, case) in EDITS {
+    let escaped: Vec<String> = each_in_parallel(EDITS, HEAVY_THREADS, |(what, file, from, to, case)| {
         let dir = tempfile::tempdir().unwrap();
         for name in ["ukue.py", "ukue_steps.py"] {
             std::fs::copy(python_dir().join(name), dir.path().join(name)).unwrap();
@@ -556,9 +555,11 @@ fn heavy_each_edited_python_statement_fails_the_case_meant_to_catch_it() {
         let (code, reports, stderr) = run_python(&dir.path().join("ukue.py"), &["--cases", case], &[]);
         let status =
             reports.iter().find(|r| r["id"] == *case).and_then(|r| r["status"].as_str()).unwrap_or("missing");
-        if code != 1 || !["fail", "timeout", "error"].contains(&status) {
-            escaped.push(format!("{what}: {case} was {status} (exit {code}) {stderr}"));
-        }
-    }
+        (code != 1 || !["fail", "timeout", "error"].contains(&status))
+            .then(|| format!("{what}: {case} was {status} (exit {code}) {stderr}"))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(escaped.is_empty(), "edited Python commands the suite passed:\n{}", escaped.join("\n"));
 }

@@ -55,3 +55,28 @@ pub fn have(tool: &str) -> bool {
     }
     found
 }
+
+/// `f` of each item, in the items' order, run by `threads` threads at
+/// once: the heavy tests run one suite a bug, and each suite mostly waits
+/// on its subject's processes, so a few at a time keep two cores busy.
+pub fn each_in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = f(item);
+                results.lock().unwrap().push((i, result));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// How many suites a heavy test runs at once (nextest gives a heavy test
+/// the machine: `threads-required = 4`).
+pub const HEAVY_THREADS: usize = 3;

@@ -835,6 +835,60 @@ pub const CLI_BUGS: &[CliBug] = &[
         }),
     },
     CliBug {
+        name: "stdin-add-default-options",
+        what: "add.priority, add.attempts: an add that reads its payload from stdin takes the default priority and attempts, whatever --priority and --attempts say",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Add(args) = cmd {
+                if args.payload.as_deref().is_none_or(|p| p == "-") {
+                    args.priority = None;
+                    args.attempts = None;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "list-limit-dropped-with-queue",
+        what: "list.limit: `list --queue Q --limit N` lists up to 50 of Q's jobs, as if without --limit",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                if args.queue.is_some() {
+                    args.limit = 50;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "retry-first-only",
+        what: "retry.ids: `retry FILE ID...` sends back the first job it names and no other",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Retry { ids, .. } = cmd {
+                ids.truncate(1);
+            }
+        }),
+    },
+    CliBug {
+        name: "list-queue-dropped-with-after",
+        what: "list.queue: `list --after ID --queue Q` lists the jobs of every queue after ID",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                if args.after > 0 {
+                    args.queue = None;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "keep-done-dropped-with-concurrency",
+        what: "work.keep-done: `work --concurrency N --keep-done`, N over 1, deletes its finished jobs",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                if args.concurrency > 1 {
+                    args.keep_done = false;
+                }
+            }
+        }),
+    },
+    CliBug {
         name: "stats-without-finished-queues",
         what: "stats.json: `stats` leaves out a queue whose jobs are all dead or done",
         edit: CliEdit::Stdout(|command, printed| match command {

@@ -67,7 +67,16 @@ pub fn sequence(rng: &mut StdRng, len: usize) -> Vec<Step> {
     let mut commands: Vec<Pick> = COMMANDS.iter().copied().filter(|_| rng.gen_bool(0.6)).collect();
     commands.push(Pick::Add);
     let list_options = [(); 4].map(|_| if rng.gen_bool(0.7) { 60 } else { 0 });
-    let mut gen = Gen { rng, adds: 0, works: 0, commands, queues_added: Vec::new(), list_options };
+    let mut gen = Gen {
+        rng,
+        adds: 0,
+        works: 0,
+        commands,
+        queues_added: Vec::new(),
+        dying: Vec::new(),
+        dead: Vec::new(),
+        list_options,
+    };
     (0..len).map(|_| gen.step()).collect()
 }
 
@@ -98,6 +107,12 @@ struct Gen<'a> {
     commands: Vec<Pick>,
     /// The queues that adds have named.
     queues_added: Vec<&'static str>,
+    /// The jobs whose command fails or sends them to dead, by label, with
+    /// their queue: the jobs that `work` leaves dead.
+    dying: Vec<(usize, String)>,
+    /// Those of them whose queue a `work` has run since: dead, most
+    /// likely, for `retry` to name.
+    dead: Vec<usize>,
     /// The chance (%) of list's --queue, --state, --after and --limit.
     list_options: [u32; 4],
 }
@@ -221,6 +236,9 @@ impl Gen<'_> {
             options.extend([lit("--attempts"), lit(attempts)]);
         }
         let mut queue = self.queue();
+        if payload.starts_with(b"fail") || payload.starts_with(b"dead") {
+            self.dying.push((label, queue.clone()));
+        }
         if let Some(known) = QUEUES.iter().find(|q| **q == queue) {
             self.queues_added.push(known);
         }
@@ -303,9 +321,17 @@ impl Gen<'_> {
         (0..n).map(|_| self.job()).collect()
     }
 
+    /// Mostly jobs that are likely dead, so that a retry of several finds
+    /// several dead.
     fn retry(&mut self) -> Step {
         let mut positional = vec![Word::File];
-        positional.extend(self.ids());
+        if self.dead.is_empty() || self.chance(20) {
+            positional.extend(self.ids());
+        } else {
+            let n = self.pick(&[1, 2, 2, 3]);
+            let dead = self.dead.clone();
+            positional.extend(dead.choose_multiple(self.rng, n).map(|label| Word::Job(*label)));
+        }
         let words = self.line("retry", positional, vec![]);
         Step { command: Command::Ids { dead_only: true }, words, stdin: None }
     }
@@ -345,6 +371,10 @@ impl Gen<'_> {
             added if !added.is_empty() && self.chance(80) => self.pick(&added).to_string(),
             _ => self.queue(),
         };
+        let worked = self.dying.iter().filter(|(_, q)| *q == queue).map(|(label, _)| *label);
+        self.dead.extend(worked.collect::<Vec<_>>());
+        self.dead.sort_unstable();
+        self.dead.dedup();
         let mut words = vec![lit("work"), Word::File, Word::Lit(queue), lit("--poll"), lit("50ms")];
         if self.chance(50) {
             words.push(lit("--keep-done"));

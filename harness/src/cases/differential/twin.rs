@@ -103,8 +103,12 @@ fn remove(file: &Path) {
 }
 
 /// The step both sides run: `retry` and `delete` of several ids keep only
-/// the ids that the reference's file holds good (the others alone are
-/// kept when none is).
+/// the ids that the reference's file holds good, each once (the others
+/// alone are kept when none is). An id named twice is gone, or no longer
+/// dead, by its second time: a missing id among others is one where the
+/// published command stops and the reference goes on (COMMAND.md
+/// `delete.missing`, `retry.not-dead`), so the two may leave different
+/// files, both right.
 fn for_both(step: &Step, reference: &Side) -> Result<Step, Failure> {
     let Command::Ids { dead_only } = step.command else { return Ok(step.clone()) };
     let named = step.words.iter().filter(|w| matches!(w, Word::Job(_) | Word::Missing)).count();
@@ -123,14 +127,14 @@ fn for_both(step: &Step, reference: &Side) -> Result<Step, Failure> {
             };
         Ok(state.is_some_and(|s| !dead_only || s == "dead"))
     };
-    let mut words = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
     let mut first_id = None;
     for word in &step.words {
         let is_id = matches!(word, Word::Job(_) | Word::Missing);
         if is_id && first_id.is_none() {
             first_id = Some(word.clone());
         }
-        if !is_id || good(word)? {
+        if !is_id || (!words.contains(word) && good(word)?) {
             words.push(word.clone());
         }
     }
