@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{by_family, tally, totals, FamilyRow, Reporter};
-use crate::runner::{CaseReport, RunInfo, Status};
+use super::{by_family, tally, totals, CaseReport, FamilyRow, Reporter, RunInfo, Status};
 
 /// The widths of the summary table's count columns.
 const WIDTHS: [usize; 6] = [5, 5, 5, 6, 8, 8];
@@ -95,6 +94,7 @@ impl Reporter for Human {
             "ukue-conformance: {total} cases against {}{version}{by}, seed {}{python}",
             run.implementation, run.seed
         ));
+        self.say(format!("reference: {}", run.reference_text()));
         self.bar.set_length(total as u64);
         self.bar.set_position(0);
         self.bar.enable_steady_tick(Duration::from_millis(200));
