@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use super::compare::{self, CompareArgs};
 use super::coverage::{self, CoverageArgs};
 use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
@@ -505,7 +506,7 @@ fn list(all: &[Case], format: Format) {
             Format::Json => serde_json::json!({
                 "id": case.id, "level": case.level, "rule": case.rule, "rule_title": spec::title(case.rule),
                 "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
-                "needs_serve": case.needs.serve, "slow": case.needs.slow,
+                "needs_serve": case.needs.serve, "needs_reference": case.needs.reference, "slow": case.needs.slow,
             })
             .to_string(),
         };
@@ -528,6 +529,9 @@ pub enum ModelCommand {
     Merge(MergeArgs),
     /// List every rule of FORMAT.md with the cases that check it; the gaps
     Coverage(CoverageArgs),
+    /// Run the cases against several implementations (or read their saved
+    /// reports) and show the verdicts side by side, the differences first
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -593,6 +597,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
         ModelCommand::Merge(_) => ("merge", None),
         ModelCommand::Coverage(_) => ("coverage", None),
+        ModelCommand::Compare(_) => ("compare", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -606,6 +611,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
+        ModelCommand::Compare(args) => compare::compare(args),
     }
 }
 
@@ -691,7 +697,7 @@ fn replay(args: ReplayArgs, target: Target) -> u8 {
 }
 
 /// On SIGINT or SIGTERM: kill every case's processes, then exit 130.
-fn interrupt_kills_everything() -> Result<()> {
+pub fn interrupt_kills_everything() -> Result<()> {
     let mut signals =
         signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     std::thread::spawn(move || {

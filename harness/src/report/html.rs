@@ -34,7 +34,7 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+pub(super) const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1260px;padding:0 16px 40px;color:#1b1b1b}
 h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:16px 0 6px}

@@ -14,6 +14,9 @@ const WIDTHS: [usize; 6] = [5, 5, 5, 6, 8, 8];
 pub struct Human {
     bar: ProgressBar,
     verbose: bool,
+    /// Only the header, the bar and the closing tally (on stderr): the
+    /// progress of one of `compare`'s runs, whose matrix tells the rest.
+    quiet: bool,
 }
 
 impl Human {
@@ -24,7 +27,12 @@ impl Human {
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Human { bar, verbose }
+        Human { bar, verbose, quiet: false }
+    }
+
+    /// The header, the bar and the tally alone.
+    pub fn quiet() -> Human {
+        Human { quiet: true, ..Human::new(false) }
     }
 }
 
@@ -103,6 +111,9 @@ impl Reporter for Human {
     fn case_done(&mut self, r: &CaseReport) {
         self.bar.inc(1);
         self.bar.set_message(r.id.clone());
+        if self.quiet {
+            return;
+        }
         if r.status.is_bad() || r.status == Status::Warn {
             self.say(failure_text(r));
         } else if self.verbose || r.status == Status::ExpectedFailure {
@@ -118,6 +129,10 @@ impl Reporter for Human {
 
     fn end(&mut self, reports: &[CaseReport], elapsed: Duration) {
         self.bar.finish_and_clear();
+        if self.quiet {
+            self.say(tally(reports, elapsed));
+            return;
+        }
         let _ = std::io::stdout().lock().write_all(summary(reports, elapsed).as_bytes());
     }
 }

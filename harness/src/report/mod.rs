@@ -12,6 +12,7 @@ pub mod html;
 mod human;
 mod json;
 mod junit;
+pub mod matrix;
 pub mod merge;
 mod svg;
 pub mod timeline;
