@@ -45,7 +45,8 @@ pub struct CompareArgs {
     /// Also write the matrix as an HTML page here
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// List only the cases whose verdicts differ (the others are counted)
+    /// List only the cases whose verdicts differ (the others are counted;
+    /// in Markdown, the cases of a family that differ alike are one row)
     #[arg(long)]
     pub differing: bool,
 }
@@ -118,11 +119,15 @@ fn live(args: &CompareArgs) -> Result<Vec<Column>, Trouble> {
     Ok(columns)
 }
 
+/// An implementation as a report names it: its path and its `version` output.
+type Implementation = (String, Option<String>);
+
 /// The saved reports, a column an implementation (the reports' run says
 /// which, and what its `version` printed); the shards of one run joined as
 /// `merge` joins them.
 fn saved(paths: &[PathBuf]) -> Result<Vec<Column>, Trouble> {
-    let mut groups: Vec<((String, Option<String>), Vec<PathBuf>)> = Vec::new();
+    // (implementation, version) → its reports.
+    let mut groups: Vec<(Implementation, Vec<PathBuf>)> = Vec::new();
     for path in paths {
         let one = merge(std::slice::from_ref(path)).map_err(Trouble::Usage)?;
         let Some(run) = one.runs.first() else {

@@ -531,7 +531,7 @@ pub enum ModelCommand {
     Coverage(CoverageArgs),
     /// Run the cases against several implementations (or read their saved
     /// reports) and show the verdicts side by side, the differences first
-    Compare(CompareArgs),
+    Compare(Box<CompareArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -611,7 +611,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
-        ModelCommand::Compare(args) => compare::compare(args),
+        ModelCommand::Compare(args) => compare::compare(*args),
     }
 }
 

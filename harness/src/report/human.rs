@@ -185,26 +185,8 @@ mod tests {
     use crate::cases::Level;
 
     fn report(id: &str, status: Status) -> CaseReport {
-        CaseReport {
-            id: id.into(),
-            rule: "FORMAT.md §5".into(),
-            summary: String::new(),
-            level: if id.ends_with("-should") { Level::Should } else { Level::Must },
-            status,
-            duration_ms: 1,
-            expected: None,
-            seen: None,
-            reason: None,
-            seed: 7,
-            work_dir: None,
-            replay: format!("ukue-conformance --cases {id}"),
-            notes: Vec::new(),
-            figures: Default::default(),
-            iteration: None,
-            rules: Vec::new(),
-            rule_text: None,
-            timeline: None,
-        }
+        let level = if id.ends_with("-should") { Level::Should } else { Level::Must };
+        crate::report::verdict::sample(id, level, status)
     }
 
     #[test]
@@ -220,12 +202,12 @@ mod tests {
         let text = summary(&reports, Duration::from_secs(1));
         assert!(text.ends_with("\n2 passed, 1 warnings (should), 1 skipped, 2 failed\n"), "{text}");
         assert!(
-            text.contains("  ukue-conformance --cases steps/d-should\n"),
+            text.contains("  ukue-conformance --cases 'steps/d-should'\n"),
             "a warning is replayed: {text}"
         );
         assert!(text.contains("\nsteps          should     0     0     1"), "{text}");
-        assert!(text.contains("  ukue-conformance --cases crash/b\n"), "{text}");
-        assert!(!text.contains("--cases crash/a"), "a skipped case is not replayed: {text}");
+        assert!(text.contains("  ukue-conformance --cases 'crash/b'\n"), "{text}");
+        assert!(!text.contains("--cases 'crash/a'"), "a skipped case is not replayed: {text}");
         let clean = summary(&reports[..1], Duration::from_secs(1));
         assert!(clean.ends_with("\n1 passed, 0 failed\n"), "{clean}");
         assert!(clean.contains("\n1 case in 1.0 s: 1 pass\n"), "{clean}");

@@ -201,6 +201,33 @@ impl Matrix {
         self.rows.iter().filter(move |r| r.differs || !differing)
     }
 
+    /// The listed rows, each with its label in Markdown (in bold where it
+    /// differs). With `differing`, the unmarked rows of one family that
+    /// differ alike (the same level and verdicts), three or more, are one
+    /// row: `**30 cases of http/**`, where an implementation has no
+    /// `serve`.
+    fn folded(&self, differing: bool) -> Vec<(String, &Row)> {
+        let key = |r: &Row| {
+            let cells: Vec<&str> = r.cells.iter().map(Cell::text).collect();
+            (super::family(&r.id).to_string(), r.level.as_str(), cells)
+        };
+        let listed: Vec<&Row> = self.listed(differing).collect();
+        let alike = |r: &Row| listed.iter().filter(|o| o.suspect.is_none() && key(o) == key(r)).count();
+        let mut folded: Vec<(String, &Row)> = Vec::new();
+        let mut done = Vec::new();
+        for r in listed.iter().copied() {
+            let n = if differing && r.suspect.is_none() { alike(r) } else { 1 };
+            if n < 3 {
+                let label = if r.differs { format!("**{}**", r.id) } else { r.id.clone() };
+                folded.push((label, r));
+            } else if !done.contains(&key(r)) {
+                done.push(key(r));
+                folded.push((format!("**{n} cases of {}/**", super::family(&r.id)), r));
+            }
+        }
+        folded
+    }
+
     /// What the unlisted rows are, counted by their verdict:
     /// `186 agree: 180 pass, 6 skipped`.
     fn agreeing(&self) -> String {
@@ -280,9 +307,8 @@ impl Matrix {
             let _ = write!(out, "---|");
         }
         let _ = writeln!(out);
-        for r in self.listed(differing) {
-            let id = if r.differs { format!("**{}**", r.id) } else { r.id.clone() };
-            let _ = write!(out, "| {id} | {} |", r.level.as_str());
+        for (label, r) in self.folded(differing) {
+            let _ = write!(out, "| {label} | {} |", r.level.as_str());
             for cell in &r.cells {
                 let _ = write!(out, " {} |", cell.text());
             }
@@ -408,7 +434,7 @@ impl Matrix {
     }
 }
 
-const MATRIX_STYLE: &str = "table.matrix td{padding:2px 8px}tr.differs td:first-child{font-weight:600}\
+const MATRIX_STYLE: &str = "table.matrix td{padding:2px 8px}table.run td:nth-child(3){white-space:nowrap}tr.differs td:first-child{font-weight:600}\
 tr.suspect td{background:#ffebee}tr.suspect.note td{font-style:italic;color:#b71c1c}\
 tr.group td{background:#f4f4f4;color:#555;font-style:italic}";
 
@@ -419,7 +445,7 @@ fn row(id: &str, verdicts: &[BTreeMap<&str, &CaseReport>], heads: &[Head]) -> Ro
         .iter()
         .map(|r| Cell {
             status: r.map(|r| r.status),
-            detail: r.filter(|r| r.status != Status::Pass).and_then(|r| detail(r)),
+            detail: r.filter(|r| r.status != Status::Pass).and_then(detail),
             replay: r.filter(|r| r.status.is_bad() || r.status == Status::Warn).map(|r| r.replay.clone()),
         })
         .collect();
@@ -500,25 +526,12 @@ mod tests {
     use super::*;
 
     fn report(id: &str, level: Level, status: Status) -> CaseReport {
+        let failed = status != Status::Pass;
         CaseReport {
-            id: id.into(),
             rule: "FORMAT.md §6.3".into(),
-            summary: String::new(),
-            level,
-            status,
-            duration_ms: 1,
-            expected: (status != Status::Pass).then(|| "each job once".into()),
-            seen: (status != Status::Pass).then(|| "job 3 twice".into()),
-            reason: None,
-            seed: 7,
-            work_dir: None,
-            replay: format!("ukue-conformance --cases '{id}'"),
-            notes: Vec::new(),
-            figures: Default::default(),
-            iteration: None,
-            rules: Vec::new(),
-            rule_text: None,
-            timeline: None,
+            expected: failed.then(|| "each job once".into()),
+            seen: failed.then(|| "job 3 twice".into()),
+            ..crate::report::verdict::sample(id, level, status)
         }
     }
 
@@ -584,6 +597,22 @@ mod tests {
         let json = serde_json::to_value(&m).unwrap();
         assert_eq!(json["rows"][0]["cells"][1]["status"], "fail");
         assert_eq!(json["suspect"], 1);
+    }
+
+    #[test]
+    fn in_markdown_the_cases_of_a_family_that_differ_alike_are_one_row() {
+        let statuses = [Status::Pass, Status::Pass, Status::Pass, Status::Pass];
+        let ids = ["http/a", "http/b", "http/c", "steps/d"];
+        let a = ids.iter().zip(statuses).map(|(id, s)| report(id, Level::Must, s)).collect();
+        let b = ids.iter().map(|id| report(id, Level::Must, Status::Skipped)).collect();
+        let m = Matrix::of(&[column("/x/ukue", "one", 1, a), column("/x/other", "two", 1, b)]);
+        let md = m.markdown(true);
+        assert!(md.contains("\n| **3 cases of http/** | must | pass | skipped |\n"), "{md}");
+        assert!(md.contains("\n| **steps/d** | must | pass | skipped |\n"), "{md}");
+        assert!(
+            m.markdown(false).contains("\n| **http/b** | must | pass | skipped |\n"),
+            "every row without --differing"
+        );
     }
 
     #[test]

@@ -163,3 +163,29 @@ impl RunInfo {
         now.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| now.to_string())
     }
 }
+
+/// A case report for the reporters' tests: `level` and `status` as given,
+/// one rule, seed 7, its replay command, nothing else.
+#[cfg(test)]
+pub fn sample(id: &str, level: Level, status: Status) -> CaseReport {
+    CaseReport {
+        id: id.into(),
+        rule: "FORMAT.md §5".into(),
+        summary: String::new(),
+        level,
+        status,
+        duration_ms: 1,
+        expected: None,
+        seen: None,
+        reason: None,
+        seed: 7,
+        work_dir: None,
+        replay: format!("ukue-conformance --cases '{id}'"),
+        notes: Vec::new(),
+        figures: BTreeMap::new(),
+        iteration: None,
+        rules: Vec::new(),
+        rule_text: None,
+        timeline: None,
+    }
+}
