@@ -25,8 +25,9 @@ if [[ -z $runner ]]; then
     runner=$(command -v ukue-conformance || true)
 fi
 if [[ -z $runner ]]; then
-    # cargo install puts every harness binary (the runner, ukue-probe
-    # beside it) in one bin directory; fixtures and add_job.py are inside.
+    # cargo install puts every harness binary (the runner, ukue-probe and
+    # the reference ukue-reference beside it) in one bin directory;
+    # fixtures and add_job.py are inside.
     root=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ukue-conformance
     cargo install --locked --path "$here/harness" --root "$root"
     runner=$root/bin/ukue-conformance

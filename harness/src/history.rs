@@ -95,6 +95,28 @@ impl From<&Execution> for RunRef {
     }
 }
 
+/// What a failed case points at: the runs its checkers blame, and the jobs
+/// they name without naming a run (a lost job: every run of it); made by
+/// [`crate::check::blame`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blame {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<i64>,
+}
+
+impl Blame {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.jobs.is_empty()
+    }
+
+    /// Whether it blames `run`.
+    pub fn blames(&self, run: &RunRef) -> bool {
+        self.runs.binary_search(run).is_ok() || self.jobs.binary_search(&run.job).is_ok()
+    }
+}
+
 /// What the harness did to a subject's worker process, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerEvent {

@@ -8,7 +8,7 @@
 //!
 //! Each name means one thing. Where two things were easy to confuse:
 //!
-//! - [`cases::Failure`]: how a case went wrong; [`explore::run::ModelFailure`]:
+//! - [`subjects::Failure`]: how a case went wrong; [`explore::run::ModelFailure`]:
 //!   where a model run went wrong.
 //! - [`check::model::Op`]: a step of a model run; [`history::HistoryOp`]: an
 //!   operation of a case's history (Jepsen style);

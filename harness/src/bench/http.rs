@@ -23,8 +23,8 @@ use ukue::{NewJob, Ukue};
 
 use super::latency::Spread;
 use super::load::{epoch_us, joined, Count, Rate, Role, LEASE, PAYLOAD, QUEUE};
-use crate::cases::Failure;
 use crate::subjects::server::{free_port, server_sockets, Client, ESTABLISHED};
+use crate::subjects::Failure;
 
 /// How long the server may take to listen, and to stop.
 const STARTUP: Duration = Duration::from_secs(15);

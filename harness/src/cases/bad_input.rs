@@ -13,11 +13,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::ensure;
 use crate::shown::{text, Shown};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, read, rows_as_text};
+use crate::subjects::Failure;
 
 use super::common;
 

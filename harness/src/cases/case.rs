@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::check::{Blame, Finding};
 use crate::subjects::ctx::Ctx;
+use crate::subjects::Failure;
 
 /// What a case needs beyond the subject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,6 +21,10 @@ pub struct Needs {
     /// It generates runs for `--generate-for`, and its time limit grows by as
     /// much.
     pub generated: bool,
+    /// A second implementation, the reference, to compare the subject with:
+    /// against itself the case tests nothing, so a run without a reference
+    /// (or whose reference is the subject) skips it.
+    pub reference: bool,
 }
 
 /// How binding a case's rule is: the published format and command line
@@ -80,66 +84,12 @@ impl Case {
 
 pub type CaseResult = Result<(), Failure>;
 
-/// How a case went wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// The subject behaved against the rule.
-    Fail,
-    /// The subject crashed or printed what cannot be read.
-    Error,
-    /// A wait ran past its deadline.
-    Timeout,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub kind: FailureKind,
-    pub expected: String,
-    pub seen: String,
-    /// The runs of the case's history that the checkers blame, for the
-    /// report's timeline.
-    pub blame: Blame,
-}
-
-impl Failure {
-    fn new(kind: FailureKind, expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure { kind, expected: expected.into(), seen: seen.into(), blame: Blame::default() }
-    }
-    pub fn fail(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure::new(FailureKind::Fail, expected, seen)
-    }
-    pub fn error(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure::new(FailureKind::Error, expected, seen)
-    }
-    pub fn timeout(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
-        Failure::new(FailureKind::Timeout, expected, seen)
-    }
-    /// The failure, blaming what `findings` name.
-    pub fn blaming(self, findings: &[Finding]) -> Failure {
-        Failure { blame: Blame::of(findings), ..self }
-    }
-}
-
-/// A harness-side problem (a temp dir, a fixture) is an error, not the
-/// subject's failure.
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::error("the harness to work", format!("I/O error: {e}"))
-    }
-}
-
-impl From<rusqlite::Error> for Failure {
-    fn from(e: rusqlite::Error) -> Failure {
-        Failure::fail("a readable SQLite file", format!("SQLite error: {e}"))
-    }
-}
-
 /// Fails the case unless `cond` holds.
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $expected:expr, $seen:expr $(,)?) => {
         if !$cond {
-            return Err($crate::cases::Failure::fail($expected, $seen));
+            return Err($crate::subjects::Failure::fail($expected, $seen));
         }
     };
 }
@@ -153,7 +103,7 @@ macro_rules! ensure_eq {
         let seen = $seen;
         let expected = $expected;
         if seen != expected {
-            return Err($crate::cases::Failure::fail(
+            return Err($crate::subjects::Failure::fail(
                 format!("{}: {}", $what, $crate::shown::Shown::shown(&expected)),
                 format!("{}: {}", $what, $crate::shown::Shown::shown(&seen)),
             ));

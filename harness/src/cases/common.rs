@@ -7,13 +7,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Output;
 
-use crate::cases::{Failure, FailureKind};
 use crate::check::{self, Finding};
 use crate::history::{self, Added, Execution, History};
 use crate::subjects::ctx::{clip, path_str, Ctx, COMMAND_TIMEOUT};
 use crate::subjects::observe::file::read;
 use crate::subjects::worker::probe_log;
 use crate::subjects::Subject;
+use crate::subjects::{Failure, FailureKind};
 
 /// The probe's executions so far.
 pub fn executions(ctx: &Ctx) -> Result<Vec<Execution>, Failure> {
@@ -47,7 +47,7 @@ pub fn no_findings(what: &str, findings: Vec<Finding>) -> Result<(), Failure> {
     if findings.is_empty() {
         Ok(())
     } else {
-        Err(Failure::fail(what.to_string(), check::describe(&findings)).blaming(&findings))
+        Err(Failure::fail(what.to_string(), check::describe(&findings)).blaming(check::blame(&findings)))
     }
 }
 

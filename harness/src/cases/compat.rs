@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::shown::Shown;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{read, state_and_attempts, write};
 use crate::subjects::worker::drain;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::common;

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check;
 use crate::history::Added;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::job_count;
 use crate::subjects::worker::start_worker;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common::{self, no_findings};

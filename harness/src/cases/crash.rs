@@ -28,7 +28,7 @@ use nix::unistd::Pid;
 use rand::Rng;
 use rusqlite::OptionalExtension;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check::{self, Excuse, Finding};
 use crate::history::{Added, Execution, History, UnknownAdd, WorkerEventKind};
 use crate::shown::text;
@@ -37,6 +37,7 @@ use crate::subjects::observe::file::{end_backoffs, read};
 use crate::subjects::observe::strace::printed_id;
 use crate::subjects::probe::{self, Action};
 use crate::subjects::worker::{start_worker, WorkerProcess};
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common;
@@ -280,7 +281,7 @@ fn kill_and_drain(
             "every add killed mid-way to have committed whole or not at all, the file intact",
             clipped(&cutting.findings),
         )
-        .blaming(&cutting.findings));
+        .blaming(check::blame(&cutting.findings)));
     }
 
     // Drain: the workers left run every job, each killed one after its backoff.
@@ -333,7 +334,7 @@ fn kill_and_drain(
     .collect();
     if let Err(failure) = drained {
         let seen = format!("{}\n{}", failure.seen, clipped(&findings));
-        return Err(Failure { seen, ..failure.blaming(&findings) });
+        return Err(Failure { seen, ..failure.blaming(check::blame(&findings)) });
     }
     stopped?;
     if !findings.is_empty() {
@@ -343,7 +344,7 @@ fn kill_and_drain(
              attempts rising, the file intact after every kill and at the end",
             clipped(&findings),
         )
-        .blaming(&findings));
+        .blaming(check::blame(&findings)));
     }
     // A run of kills that never hit a running command showed nothing.
     let interrupted = history

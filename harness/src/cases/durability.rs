@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check::durability::{self, Seen, Sighting};
 use crate::shown::text;
 use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
 use crate::subjects::observe::strace::{self, command, Invocation};
 use crate::subjects::worker::probe_log;
+use crate::subjects::Failure;
 
 use super::common;
 

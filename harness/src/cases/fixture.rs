@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::subjects::ctx::Ctx;
+use crate::subjects::Failure;
 
 use super::manifest::{self, CompatEntry, Entry, LevelName, ManifestCase, RefusalEntry};
 

@@ -3,11 +3,12 @@
 
 use rusqlite::Connection;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::shown::Shown;
 use crate::spec::FORMAT_MD;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::read;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 pub fn cases() -> Vec<Case> {

@@ -27,18 +27,24 @@ pub fn cases() -> Vec<Case> {
     let case =
         |id, rule, summary, run| Case { id, rule, summary, needs: Needs::default(), level: Level::Must, run };
     vec![
-        case(
-            "interop/reference-adds-subject-works",
-            "6.3",
-            "20 jobs the reference adds run exactly once each, with their payloads, in the subject's worker",
-            reference_adds_subject_works,
-        ),
-        case(
-            "interop/subject-adds-reference-works",
-            "6.3",
-            "20 jobs the subject adds run exactly once each, with their payloads, in the reference's worker",
-            subject_adds_reference_works,
-        ),
+        Case {
+            needs: Needs { reference: true, ..Needs::default() },
+            ..case(
+                "interop/reference-adds-subject-works",
+                "6.3",
+                "20 jobs the reference adds run exactly once each, with their payloads, in the subject's worker",
+                reference_adds_subject_works,
+            )
+        },
+        Case {
+            needs: Needs { reference: true, ..Needs::default() },
+            ..case(
+                "interop/subject-adds-reference-works",
+                "6.3",
+                "20 jobs the subject adds run exactly once each, with their payloads, in the reference's worker",
+                subject_adds_reference_works,
+            )
+        },
         Case {
             needs: Needs { python: true, ..Needs::default() },
             ..case(

@@ -17,13 +17,14 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check::file::invariants;
 use crate::shown::text;
 use crate::subjects::ctx::{clip, expect_success, path_str, Ctx};
 use crate::subjects::observe::file::job_count;
 use crate::subjects::observe::strace::{self, Invocation, SYNCS, WRITES};
 use crate::subjects::worker::probe_log;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common;

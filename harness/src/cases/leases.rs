@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check;
 use crate::history::{Added, Execution};
 use crate::shown::Shown;
@@ -13,6 +13,7 @@ use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{end_backoffs, job_count, read, state_and_attempts, write};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::start_worker;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common::{self, no_findings};

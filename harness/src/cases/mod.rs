@@ -31,7 +31,7 @@ mod refusal;
 mod steps;
 mod sweep;
 
-pub use case::{Case, CaseResult, Failure, FailureKind, Level, Needs};
+pub use case::{Case, CaseResult, Level, Needs};
 pub use fixture::source;
 
 /// Every case, in a stable order.

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::check::crash_states::{self, Sampling};
 use crate::check::{self, file::invariants_of};
 use crate::shown::text;
@@ -33,6 +33,7 @@ use crate::subjects::observe::recording::{self, place, Effect, FileKind, Images,
 use crate::subjects::observe::strace::{self, Invocation};
 use crate::subjects::probe::{Record, RecordKind};
 use crate::subjects::worker::probe_log;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common;

@@ -11,12 +11,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::ensure_eq;
 use crate::shown::{text, Shown};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, read};
 use crate::subjects::worker::probe_log;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common;

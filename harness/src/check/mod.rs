@@ -29,7 +29,7 @@ pub mod model;
 
 pub use delivery::*;
 
-use crate::history::{Execution, RunRef};
+use crate::history::{Blame, Execution, RunRef};
 
 /// One thing a checker found wrong.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,40 +50,21 @@ impl Finding {
     }
 }
 
-/// What a failed case points at: the runs its checkers blame, and the jobs
-/// they name without naming a run (a lost job: every run of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Blame {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs: Vec<RunRef>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub jobs: Vec<i64>,
-}
-
-impl Blame {
-    pub fn of(findings: &[Finding]) -> Blame {
-        let mut blame = Blame::default();
-        for f in findings {
-            blame.runs.extend(&f.runs);
-            if let (true, Some(job)) = (f.runs.is_empty(), f.job) {
-                blame.jobs.push(job);
-            }
+/// What `findings` blame: the runs they name, and the jobs they name
+/// without naming a run (a lost job: every run of it).
+pub fn blame(findings: &[Finding]) -> Blame {
+    let mut blame = Blame::default();
+    for f in findings {
+        blame.runs.extend(&f.runs);
+        if let (true, Some(job)) = (f.runs.is_empty(), f.job) {
+            blame.jobs.push(job);
         }
-        blame.runs.sort();
-        blame.runs.dedup();
-        blame.jobs.sort();
-        blame.jobs.dedup();
-        blame
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty() && self.jobs.is_empty()
-    }
-
-    /// Whether it blames `run`.
-    pub fn blames(&self, run: &RunRef) -> bool {
-        self.runs.binary_search(run).is_ok() || self.jobs.binary_search(&run.job).is_ok()
-    }
+    blame.runs.sort();
+    blame.runs.dedup();
+    blame.jobs.sort();
+    blame.jobs.dedup();
+    blame
 }
 
 impl std::fmt::Display for Finding {

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use super::compare::{self, CompareArgs};
 use super::coverage::{self, CoverageArgs};
 use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
@@ -20,7 +21,8 @@ use crate::check::model::Op;
 use crate::explore::gen::WORKERS;
 use crate::explore::run::{run_ops, search, ModelRun, SearchConfig, Target};
 use crate::report::{self, Reporter};
-use crate::runner::{self, Config, RunInfo};
+use crate::report::{CaseReport, RunInfo};
+use crate::runner::{self, Config};
 use crate::spec;
 use crate::subjects::ctx::{DEFAULT_CRASH_KILLS, DEFAULT_GENERATE_FOR};
 use crate::subjects::driver::client::DriverCommand;
@@ -51,14 +53,39 @@ pub enum Format {
 #[command(name = "ukue-conformance", version)]
 pub struct ConformanceArgs {
     /// With no subcommand: run the suite. `model` and `replay` are the
-    /// model-based runs against a step driver.
+    /// model-based runs against a step driver; `compare` runs it against
+    /// several implementations side by side.
     #[command(subcommand)]
     pub command: Option<ModelCommand>,
     /// The implementation under test (default: the `ukue` beside this binary)
     #[arg(long = "impl", value_name = "PATH")]
     pub implementation: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Also write a JUnit XML report here
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write an HTML report here: one self-contained page, with each
+    /// failing case's timeline and the spec's coverage
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// List the cases (id, rule, summary) and exit
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// How the cases run, whatever they run against (the suite's flags that
+/// `compare` shares).
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
     /// The reference `ukue` that cases use as a second implementation
-    /// (default: the `ukue` beside this binary, else the one under test)
+    /// (default: `ukue-reference` beside this binary, which installing the
+    /// runner installs; without one, or when it is the implementation under
+    /// test, the cases that compare two implementations are skipped)
     #[arg(long, value_name = "PATH")]
     pub reference: Option<PathBuf>,
     /// The Python that runs add_job.py, the Python step driver and
@@ -98,15 +125,6 @@ pub struct ConformanceArgs {
     /// many sequences as fit, at least one
     #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
     pub generate_for: Duration,
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: Format,
-    /// Also write a JUnit XML report here
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Also write an HTML report here: one self-contained page, with each
-    /// failing case's timeline and the spec's coverage
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
     /// Keep the work directory of each case that did not pass
     #[arg(long)]
     pub keep: bool,
@@ -117,15 +135,14 @@ pub struct ConformanceArgs {
     /// skipped, and named as such)
     #[arg(long)]
     pub slow: bool,
-    /// List the cases (id, rule, summary) and exit
-    #[arg(long)]
-    pub list: bool,
     /// Show passing cases too (and give them timelines in the reports)
     #[arg(long, short)]
     pub verbose: bool,
-    #[command(flatten)]
-    pub shard: ShardArgs,
 }
+
+/// The reference's name beside the runner: the harness crate builds it
+/// (src/bin/ukue-reference.rs), so that `cargo install` puts it there.
+pub const REFERENCE: &str = "ukue-reference";
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
@@ -206,16 +223,28 @@ pub fn parse_expected_failures(text: &str) -> BTreeMap<String, String> {
 }
 
 /// The subjects the command line names, and the Python that runs the
-/// Python ones (they are written into the run's directory later).
-fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
-    let implementation = match &args.implementation {
+/// Python ones (they are written into the run's directory later); and why
+/// the run has no reference to compare the subject with, when it has none
+/// (the subject then stands in for it where a case only needs a second
+/// program, and the cases that compare the two are skipped).
+fn subjects(
+    args: &RunArgs,
+    implementation: Option<&Path>,
+) -> Result<(Subjects, Option<PathBuf>, Option<String>)> {
+    let implementation = match implementation {
         Some(p) => absolute(p)?,
         None => beside_me("ukue").context("no `ukue` beside ukue-conformance; name one with --impl")?,
     };
     let reference = match &args.reference {
-        Some(p) => absolute(p)?,
-        None => beside_me("ukue").unwrap_or_else(|| implementation.clone()),
+        Some(p) => Some(absolute(p)?),
+        None => beside_me(REFERENCE).and_then(|p| std::fs::canonicalize(p).ok()),
     };
+    let no_reference = match &reference {
+        None => Some(format!("no {REFERENCE} beside ukue-conformance (name one with --reference)")),
+        Some(r) if *r == implementation => Some(format!("{} is the implementation under test", r.display())),
+        Some(_) => None,
+    };
+    let reference = reference.filter(|_| no_reference.is_none()).unwrap_or_else(|| implementation.clone());
     let probe = match &args.probe {
         Some(p) => absolute(p)?,
         None => beside_me("ukue-probe")
@@ -235,12 +264,12 @@ fn subjects(args: &ConformanceArgs) -> Result<(Subjects, Option<PathBuf>)> {
         python_driver: None,
         python_http_worker: None,
     };
-    Ok((subjects, python))
+    Ok((subjects, python, no_reference))
 }
 
 /// The replay command for this run, without `--cases`: the subject as
 /// the command line named it (not the interpreter it may run by).
-fn replay_prefix(args: &ConformanceArgs, implementation: &Path, subjects: &Subjects, seed: u64) -> String {
+fn replay_prefix(args: &RunArgs, implementation: &Path, subjects: &Subjects, seed: u64) -> String {
     let mut line = format!("{} --impl {} --seed {seed}", me(), implementation.display());
     // ukue-broken's choice of bug lives in the environment: without it the
     // line would replay a sound subject.
@@ -274,33 +303,80 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
     if let Some(command) = args.command.take() {
         return Ok(run_model_command(command));
     }
-    let all = cases::all();
     if args.list {
-        list(&shard::partition(&args.shard, all), args.format);
+        list(&shard::partition(&args.shard, cases::all()), args.format);
         return Ok(exit::OK);
     }
-    let only = globs(&args.cases)?;
-    let skip = globs(&args.skip)?;
-    let chosen: Vec<Case> =
-        all.into_iter().filter(|c| only.as_ref().is_none_or(|g| g.is_match(c.id))).collect();
-    if chosen.is_empty() {
-        eprintln!("ukue-conformance: no case matches --cases {}", args.cases.join(" "));
-        return Ok(exit::USAGE);
-    }
-    // Sharded after --cases, as nextest does, so that the shards of a
-    // selection are even; a shard may be left with nothing to run.
-    let chosen = shard::partition(&args.shard, chosen);
+    let chosen = match selected(&args.run, &args.shard) {
+        Ok(chosen) => chosen,
+        Err(e) => {
+            eprintln!("ukue-conformance: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
     // Before the first process is spawned (asking the subject's version
     // spawns one), so that no Ctrl-C finds a child unswept.
     interrupt_kills_everything()?;
-    let (mut subjects, python) = subjects(&args)?;
+    let mut human;
+    let mut json;
+    let reporter: &mut dyn Reporter = match args.format {
+        Format::Human => {
+            human = report::Human::new(args.run.verbose);
+            &mut human
+        }
+        Format::Json => {
+            json = report::Json::default();
+            &mut json
+        }
+    };
+    let seed = args.run.seed.unwrap_or_else(rand::random);
+    let done = run_suite(&args.run, &args.shard, args.implementation.as_deref(), seed, &chosen, reporter)?;
+    let files = shard::ReportFiles { junit: args.junit.clone(), html: args.html.clone() };
+    files.write(&done.reports, done.elapsed, std::slice::from_ref(&done.info))?;
+    Ok(if done.reports.iter().any(|r| r.status.is_bad()) { exit::FAILURES } else { exit::OK })
+}
+
+/// The cases the command line selects (`--cases`, then this shard of
+/// them), or why none: a usage error.
+pub fn selected(args: &RunArgs, shard: &ShardArgs) -> std::result::Result<Vec<Case>, String> {
+    let only = globs(&args.cases).map_err(|e| format!("{e:#}"))?;
+    let chosen: Vec<Case> =
+        cases::all().into_iter().filter(|c| only.as_ref().is_none_or(|g| g.is_match(c.id))).collect();
+    if chosen.is_empty() {
+        return Err(format!("no case matches --cases {}", args.cases.join(" ")));
+    }
+    // Sharded after --cases, as nextest does, so that the shards of a
+    // selection are even; a shard may be left with nothing to run.
+    Ok(shard::partition(shard, chosen))
+}
+
+/// One run of the suite against one implementation: what became of each
+/// case, what the run was, and how long it took.
+pub struct Finished {
+    pub reports: Vec<CaseReport>,
+    pub info: RunInfo,
+    pub elapsed: Duration,
+}
+
+/// Runs `chosen` (less `--skip` and what cannot run here) against
+/// `implementation` (None: the `ukue` beside this binary) with `seed`,
+/// telling `reporter` as it goes.
+pub fn run_suite(
+    args: &RunArgs,
+    shard: &ShardArgs,
+    implementation: Option<&Path>,
+    seed: u64,
+    chosen: &[Case],
+    reporter: &mut dyn Reporter,
+) -> Result<Finished> {
+    let skip = globs(&args.skip)?;
+    let (mut subjects, python, no_reference) = subjects(args, implementation)?;
     let expected_failures = match &args.expected_failures {
         Some(path) => parse_expected_failures(
             &std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         ),
         None => BTreeMap::new(),
     };
-    let seed = args.seed.unwrap_or_else(rand::random);
     let root =
         tempfile::Builder::new().prefix("ukue-conformance-").tempdir().context("making a work directory")?;
     // As given, for the reports and the replay command; the subjects may
@@ -321,9 +397,14 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         None
     };
     let (mut run_cases, mut skipped) = (Vec::new(), Vec::new());
-    for case in chosen {
+    for &case in chosen {
         if skip.as_ref().is_some_and(|g| g.is_match(case.id)) {
             skipped.push((case, "--skip".to_string()));
+        } else if let (true, Some(why)) = (case.needs.reference, &no_reference) {
+            skipped.push((
+                case,
+                format!("compares the subject with a second implementation, and there is none: {why}"),
+            ));
         } else if case.needs.python && subjects.python.is_none() {
             skipped.push((case, "needs python3 (see --python)".to_string()));
         } else if case.needs.strace && subjects.strace.is_none() {
@@ -336,6 +417,15 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
             run_cases.push(case);
         }
     }
+    if let Some(why) = &no_reference {
+        let ids: Vec<&str> = chosen.iter().filter(|c| c.needs.reference).map(|c| c.id).collect();
+        if !ids.is_empty() {
+            eprintln!(
+                "ukue-conformance: no reference ({why}): skipping the cases that test nothing without a second implementation: {}",
+                ids.join(", ")
+            );
+        }
+    }
     let interpreter = |subject: &Subject, given: &Path| {
         (subject.program != given).then(|| subject.program.display().to_string())
     };
@@ -344,15 +434,20 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         implementation_version: crate::subjects::version(&subjects.subject),
         implementation_interpreter: interpreter(&subjects.subject, &implementation),
         python: python.as_ref().map(|p| p.display().to_string()),
-        reference: reference.display().to_string(),
+        reference: no_reference.is_none().then(|| reference.display().to_string()),
+        reference_version: no_reference
+            .is_none()
+            .then(|| crate::subjects::version(&subjects.reference))
+            .flatten(),
+        no_reference,
         runner: format!("ukue-conformance {}", env!("CARGO_PKG_VERSION")),
         seed,
         machine: RunInfo::machine(),
         started_at: RunInfo::now(),
-        partition: args.shard.partition.map(|p| p.to_string()),
+        partition: shard.partition.map(|p| p.to_string()),
     };
     let config = Config {
-        replay: replay_prefix(&args, &implementation, &subjects, seed),
+        replay: replay_prefix(args, &implementation, &subjects, seed),
         subjects: Arc::new(subjects),
         seed,
         jobs: args.jobs.max(1),
@@ -363,50 +458,34 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         crash_kills: args.crash_kills,
         generate_for: args.generate_for,
         strict: args.strict,
-        fail_fast: args.shard.fail_fast,
+        fail_fast: shard.fail_fast,
         iteration: None,
         all_timelines: args.verbose,
         info,
     };
-    let mut human;
-    let mut json;
-    let reporter: &mut dyn Reporter = match args.format {
-        Format::Human => {
-            human = report::Human::new(args.verbose);
-            &mut human
-        }
-        Format::Json => {
-            json = report::Json::default();
-            &mut json
-        }
-    };
     let started = Instant::now();
     reporter.begin(run_cases.len() + skipped.len(), &config.info);
     let shared = Mutex::new(reporter);
-    let reports = if args.shard.soak().is_on() {
-        let replay = |seed| replay_prefix(&args, &implementation, &config.subjects, seed);
-        runner::soak::soak(&config, args.shard.soak(), &run_cases, &skipped, &shared, replay)
+    let reports = if shard.soak().is_on() {
+        let replay = |seed| replay_prefix(args, &implementation, &config.subjects, seed);
+        runner::soak::soak(&config, shard.soak(), &run_cases, &skipped, &shared, replay)
     } else {
         runner::run(&config, &run_cases, &skipped, &shared)
     };
     let reporter = shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    reporter.end(&reports, started.elapsed());
-    let files = shard::ReportFiles { junit: args.junit.clone(), html: args.html.clone() };
-    files.write(&reports, started.elapsed(), std::slice::from_ref(&config.info))?;
+    let elapsed = started.elapsed();
+    reporter.end(&reports, elapsed);
     if args.keep && reports.iter().any(|r| r.work_dir.is_some()) {
         let kept = root.keep();
         eprintln!("ukue-conformance: kept the work directories under {}", kept.display());
     }
-    if reports.iter().any(|r| r.status.is_bad()) {
-        return Ok(exit::FAILURES);
-    }
-    if args.expected_failures.is_some() {
+    if args.expected_failures.is_some() && !reports.iter().any(|r| r.status.is_bad()) {
         let ids: Vec<&str> = reports.iter().map(|r| r.id.as_str()).collect();
         for listed in config.expected_failures.keys().filter(|id| !ids.contains(&id.as_str())) {
             eprintln!("ukue-conformance: --expected-failures lists {listed}, which did not run");
         }
     }
-    Ok(exit::OK)
+    Ok(Finished { reports, info: config.info, elapsed })
 }
 
 /// `--list`: one case a line (a reader that stops early is no error).
@@ -427,7 +506,7 @@ fn list(all: &[Case], format: Format) {
             Format::Json => serde_json::json!({
                 "id": case.id, "level": case.level, "rule": case.rule, "rule_title": spec::title(case.rule),
                 "summary": case.summary, "needs_python": case.needs.python, "needs_strace": case.needs.strace,
-                "needs_serve": case.needs.serve, "slow": case.needs.slow,
+                "needs_serve": case.needs.serve, "needs_reference": case.needs.reference, "slow": case.needs.slow,
             })
             .to_string(),
         };
@@ -450,6 +529,9 @@ pub enum ModelCommand {
     Merge(MergeArgs),
     /// List every rule of FORMAT.md with the cases that check it; the gaps
     Coverage(CoverageArgs),
+    /// Run the cases against several implementations (or read their saved
+    /// reports) and show the verdicts side by side, the differences first
+    Compare(Box<CompareArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -515,6 +597,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
         ModelCommand::Merge(_) => ("merge", None),
         ModelCommand::Coverage(_) => ("coverage", None),
+        ModelCommand::Compare(_) => ("compare", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -528,6 +611,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
+        ModelCommand::Compare(args) => compare::compare(*args),
     }
 }
 
@@ -613,7 +697,7 @@ fn replay(args: ReplayArgs, target: Target) -> u8 {
 }
 
 /// On SIGINT or SIGTERM: kill every case's processes, then exit 130.
-fn interrupt_kills_everything() -> Result<()> {
+pub fn interrupt_kills_everything() -> Result<()> {
     let mut signals =
         signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     std::thread::spawn(move || {

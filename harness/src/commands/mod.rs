@@ -7,9 +7,11 @@
 //! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference;
 //! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
 //! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
-//!   the cases that check them.
+//!   the cases that check them;
+//! - [`compare`]: the runner's `compare`, implementations side by side.
 //!
-//! `ukue-bench` is [`crate::bench`].
+//! `ukue-bench` is [`crate::bench`]; `ukue-reference` is the reference
+//! `ukue` itself (`ukue::cli`), installed with the runner.
 //!
 //! [`conformance`]: crate::commands::conformance
 //! [`probe`]: crate::commands::probe
@@ -17,8 +19,10 @@
 //! [`driver`]: crate::commands::driver
 //! [`shard`]: crate::commands::shard
 //! [`coverage`]: crate::commands::coverage
+//! [`compare`]: crate::commands::compare
 
 pub mod broken;
+pub mod compare;
 pub mod conformance;
 pub mod coverage;
 pub mod driver;

@@ -9,9 +9,9 @@ use clap::Args;
 
 use super::conformance::exit;
 use crate::report::{self, merge::merge as read_shards, Reporter};
+use crate::report::{CaseReport, RunInfo};
 use crate::runner::partition::Partition;
 use crate::runner::soak::Soak;
-use crate::runner::{CaseReport, RunInfo};
 
 #[derive(Debug, Clone, Args)]
 pub struct ShardArgs {

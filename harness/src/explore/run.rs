@@ -3,7 +3,7 @@
 //! against the model: the answer, then the file (integrity, the state
 //! invariants of FORMAT.md §7, and every row against the model). A run in
 //! progress is a [`ModelRun`]; what went wrong, a [`ModelFailure`] (a
-//! case's is a [`Failure`](crate::cases::Failure)).
+//! case's is a [`Failure`](crate::subjects::Failure)).
 //! [`search`] generates sequences with proptest, shrinks a failing one and
 //! hands it back.
 

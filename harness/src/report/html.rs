@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use super::svg::{self, end_class, View};
 use super::timeline::{RunEnd, Timeline};
-use super::{by_family, not_passed, tally, FamilyRow};
-use crate::runner::{CaseReport, RunInfo, Status};
+use super::{by_family, not_passed, tally, CaseReport, FamilyRow, RunInfo, Status};
 use crate::spec::{self, coverage};
 
 /// Escapes text for HTML (and attribute values).
@@ -35,7 +34,7 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+pub(super) const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1260px;padding:0 16px 40px;color:#1b1b1b}
 h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:16px 0 6px}
@@ -139,10 +138,10 @@ fn header(out: &mut String, reports: &[CaseReport], elapsed: Duration, runs: &[R
     for run in runs {
         let _ = write!(
             out,
-            "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&run.implementation),
             esc(run.implementation_version.as_deref().unwrap_or("(no answer to `version`)")),
-            esc(&run.reference),
+            esc(&run.reference_text()),
             run.seed,
             esc(run.partition.as_deref().unwrap_or("whole run")),
             esc(&run.runner),
@@ -559,7 +558,7 @@ mod tests {
 mod page_tests {
     use super::*;
     use crate::cases::Level;
-    use crate::check::Blame;
+    use crate::history::Blame;
     use crate::report::timeline::tests::big_history;
 
     fn failing(timeline: Option<Timeline>) -> CaseReport {

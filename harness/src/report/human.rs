@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{by_family, tally, totals, FamilyRow, Reporter};
-use crate::runner::{CaseReport, RunInfo, Status};
+use super::{by_family, tally, totals, CaseReport, FamilyRow, Reporter, RunInfo, Status};
 
 /// The widths of the summary table's count columns.
 const WIDTHS: [usize; 6] = [5, 5, 5, 6, 8, 8];
@@ -15,6 +14,9 @@ const WIDTHS: [usize; 6] = [5, 5, 5, 6, 8, 8];
 pub struct Human {
     bar: ProgressBar,
     verbose: bool,
+    /// Only the header, the bar and the closing tally (on stderr): the
+    /// progress of one of `compare`'s runs, whose matrix tells the rest.
+    quiet: bool,
 }
 
 impl Human {
@@ -25,7 +27,12 @@ impl Human {
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Human { bar, verbose }
+        Human { bar, verbose, quiet: false }
+    }
+
+    /// The header, the bar and the tally alone.
+    pub fn quiet() -> Human {
+        Human { quiet: true, ..Human::new(false) }
     }
 }
 
@@ -95,6 +102,7 @@ impl Reporter for Human {
             "ukue-conformance: {total} cases against {}{version}{by}, seed {}{python}",
             run.implementation, run.seed
         ));
+        self.say(format!("reference: {}", run.reference_text()));
         self.bar.set_length(total as u64);
         self.bar.set_position(0);
         self.bar.enable_steady_tick(Duration::from_millis(200));
@@ -103,6 +111,9 @@ impl Reporter for Human {
     fn case_done(&mut self, r: &CaseReport) {
         self.bar.inc(1);
         self.bar.set_message(r.id.clone());
+        if self.quiet {
+            return;
+        }
         if r.status.is_bad() || r.status == Status::Warn {
             self.say(failure_text(r));
         } else if self.verbose || r.status == Status::ExpectedFailure {
@@ -118,6 +129,10 @@ impl Reporter for Human {
 
     fn end(&mut self, reports: &[CaseReport], elapsed: Duration) {
         self.bar.finish_and_clear();
+        if self.quiet {
+            self.say(tally(reports, elapsed));
+            return;
+        }
         let _ = std::io::stdout().lock().write_all(summary(reports, elapsed).as_bytes());
     }
 }
@@ -170,26 +185,8 @@ mod tests {
     use crate::cases::Level;
 
     fn report(id: &str, status: Status) -> CaseReport {
-        CaseReport {
-            id: id.into(),
-            rule: "FORMAT.md §5".into(),
-            summary: String::new(),
-            level: if id.ends_with("-should") { Level::Should } else { Level::Must },
-            status,
-            duration_ms: 1,
-            expected: None,
-            seen: None,
-            reason: None,
-            seed: 7,
-            work_dir: None,
-            replay: format!("ukue-conformance --cases {id}"),
-            notes: Vec::new(),
-            figures: Default::default(),
-            iteration: None,
-            rules: Vec::new(),
-            rule_text: None,
-            timeline: None,
-        }
+        let level = if id.ends_with("-should") { Level::Should } else { Level::Must };
+        crate::report::verdict::sample(id, level, status)
     }
 
     #[test]
@@ -205,12 +202,12 @@ mod tests {
         let text = summary(&reports, Duration::from_secs(1));
         assert!(text.ends_with("\n2 passed, 1 warnings (should), 1 skipped, 2 failed\n"), "{text}");
         assert!(
-            text.contains("  ukue-conformance --cases steps/d-should\n"),
+            text.contains("  ukue-conformance --cases 'steps/d-should'\n"),
             "a warning is replayed: {text}"
         );
         assert!(text.contains("\nsteps          should     0     0     1"), "{text}");
-        assert!(text.contains("  ukue-conformance --cases crash/b\n"), "{text}");
-        assert!(!text.contains("--cases crash/a"), "a skipped case is not replayed: {text}");
+        assert!(text.contains("  ukue-conformance --cases 'crash/b'\n"), "{text}");
+        assert!(!text.contains("--cases 'crash/a'"), "a skipped case is not replayed: {text}");
         let clean = summary(&reports[..1], Duration::from_secs(1));
         assert!(clean.ends_with("\n1 passed, 0 failed\n"), "{clean}");
         assert!(clean.contains("\n1 case in 1.0 s: 1 pass\n"), "{clean}");

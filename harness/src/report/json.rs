@@ -4,8 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{counts, totals, Reporter};
-use crate::runner::{CaseReport, RunInfo};
+use super::{counts, totals, CaseReport, Reporter, RunInfo};
 
 #[derive(Default)]
 pub struct Json {

@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::report::human::failure_text;
-use crate::report::not_passed;
-use crate::runner::{CaseReport, RunInfo, Status};
+use super::human::failure_text;
+use super::{not_passed, CaseReport, RunInfo, Status};
 
 /// A case that did not pass in full: its failure, the text of its rule,
 /// and its timeline.
@@ -28,8 +27,13 @@ fn run_text(run: &RunInfo) -> String {
     let version = run.implementation_version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
     let shard = run.partition.as_deref().map(|p| format!(", shard {p}")).unwrap_or_default();
     format!(
-        "{}{version} against {}, seed {}{shard}, {} on {}, started {}",
-        run.implementation, run.reference, run.seed, run.runner, run.machine, run.started_at
+        "{}{version}, reference {}, seed {}{shard}, {} on {}, started {}",
+        run.implementation,
+        run.reference_text(),
+        run.seed,
+        run.runner,
+        run.machine,
+        run.started_at
     )
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::runner::{CaseReport, RunInfo};
+use super::{CaseReport, RunInfo};
 
 /// The shards' cases, in the order read, and the run's length (the
 /// longest shard's: shards run side by side).

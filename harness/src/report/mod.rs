@@ -5,23 +5,25 @@
 //! shards): a case's [`timeline`] among them.
 //!
 //! [`Reporter`]: crate::report::Reporter
-//! [`CaseReport`]: crate::runner::CaseReport
+//! [`CaseReport`]: crate::report::CaseReport
 //! [`timeline`]: crate::report::timeline
 
 pub mod html;
 mod human;
 mod json;
 mod junit;
+pub mod matrix;
 pub mod merge;
 mod svg;
 pub mod timeline;
+mod verdict;
 
 pub use human::{failure_text, summary, Human};
 pub use json::Json;
 pub use junit::write_junit;
+pub use verdict::{CaseReport, RunInfo, Status};
 
 use crate::cases::Level;
-use crate::runner::{CaseReport, RunInfo, Status};
 
 pub trait Reporter: Send {
     fn begin(&mut self, _total: usize, _run: &RunInfo) {}
@@ -31,7 +33,7 @@ pub trait Reporter: Send {
 
 /// Counts per status, in a fixed order.
 pub fn counts(reports: &[CaseReport]) -> Vec<(&'static str, usize)> {
-    use crate::runner::Status::*;
+    use Status::*;
     [Pass, Warn, Fail, Error, Timeout, UnexpectedPass, ExpectedFailure, Skipped]
         .into_iter()
         .map(|s| (s.as_str(), reports.iter().filter(|r| r.status == s).count()))

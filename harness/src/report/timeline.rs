@@ -14,8 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::Blame;
-use crate::history::{Execution, History, RunRef, WorkerEventKind};
+use crate::history::{Blame, Execution, History, RunRef, WorkerEventKind};
 
 /// At most this many runs are kept as bars.
 pub const MAX_BARS: usize = 2000;

@@ -14,8 +14,8 @@ use rand::SeedableRng;
 use super::observe::strace::printed_id;
 use super::process::{Procs, Spawned};
 use super::{Subject, Subjects};
-use crate::cases::Failure;
 use crate::history::{History, WorkerEvents};
+use crate::subjects::Failure;
 
 /// How long one command of a subject may take before the case fails.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);

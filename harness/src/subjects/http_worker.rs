@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
 use super::server::Client;
 use super::worker::{probe_log, WorkerProcess};
-use crate::cases::Failure;
+use crate::subjects::Failure;
 
 /// The lease the HTTP workers ask for: long enough that nothing is reaped.
 pub const LEASE_S: u64 = 60;

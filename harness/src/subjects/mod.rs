@@ -3,6 +3,7 @@
 //! probe that `work` runs), how a case starts and stops them, and what it
 //! observes of them.
 //!
+//! - [`Failure`]: how a case went wrong, whoever found it;
 //! - [`ctx`]: what a case works with: its directory, the subjects, a seeded
 //!   generator, commands run to their end, waits with a deadline;
 //! - [`process`]: every process in a group of its own, marked, killed at
@@ -36,6 +37,7 @@ pub mod broken;
 pub mod broken_serve;
 pub mod ctx;
 pub mod driver;
+mod failure;
 pub mod http_worker;
 pub mod observe;
 pub mod probe;
@@ -45,6 +47,8 @@ pub mod server;
 pub mod worker;
 
 use std::path::PathBuf;
+
+pub use failure::{Failure, FailureKind};
 
 /// A program with the ukue command line (spec/COMMAND.md), or the
 /// subset of it that add_job.py offers.

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::ctx::{clip, path_str, Ctx};
 use super::process::{Procs, Spawned};
 use super::Subject;
-use crate::cases::Failure;
 use crate::shown::text;
+use crate::subjects::Failure;
 
 /// How long a server may take to listen.
 pub const STARTUP: Duration = Duration::from_secs(15);

@@ -13,8 +13,8 @@ use super::ctx::{clip, path_str, Ctx};
 use super::observe::file::job_count;
 use super::process::Spawned;
 use super::Subject;
-use crate::cases::Failure;
 use crate::history::{WorkerEventKind, WorkerEvents};
+use crate::subjects::Failure;
 
 /// A running `work` process of a subject.
 pub struct WorkerProcess {

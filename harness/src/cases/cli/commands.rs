@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::cases::common;
-use crate::cases::{Case, Failure, Level, Needs};
+use crate::cases::{Case, Level, Needs};
 use crate::subjects::ctx::Ctx;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 #[rustfmt::skip]

@@ -16,8 +16,9 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::subjects::ctx::Ctx;
+use crate::subjects::Failure;
 
 pub fn cases() -> Vec<Case> {
     vec![Case {
@@ -27,7 +28,7 @@ pub fn cases() -> Vec<Case> {
             "generated sequences of add (argument and stdin), list, show, stats, retry, purge, delete and a \
                   bounded work, valid and invalid, do to the subject's file and output what they do to the \
                   reference's",
-        needs: Needs { generated: true, ..Needs::default() },
+        needs: Needs { generated: true, reference: true, ..Needs::default() },
         level: Level::Must,
         run: commands,
     }]

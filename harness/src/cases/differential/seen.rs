@@ -9,10 +9,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cases::Failure;
 use crate::shown;
 use crate::subjects::ctx::clip as clip_text;
 use crate::subjects::observe::file::rows;
+use crate::subjects::Failure;
 
 /// A side's jobs: the id of each add's job, by label.
 #[derive(Debug, Default, Clone)]

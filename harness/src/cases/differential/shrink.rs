@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::step::Step;
 use super::twin::{self, Difference};
-use crate::cases::Failure;
 use crate::subjects::ctx::Ctx;
+use crate::subjects::Failure;
 
 /// How long shrinking may take, at most.
 const BUDGET: Duration = Duration::from_secs(40);

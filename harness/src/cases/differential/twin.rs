@@ -12,12 +12,13 @@ use serde_json::Value;
 
 use super::seen::{self, Ids, Job};
 use super::step::{Command, Step, Word};
-use crate::cases::{common, Failure};
+use crate::cases::common;
 use crate::check;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::read;
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::WorkerProcess;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 /// An id that no job of a sequence has.

@@ -7,12 +7,13 @@ use serde_json::{json, Value};
 
 use super::{answer, near, parse_time, raw_request, same_json, start};
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::ensure_eq;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::Client;
+use crate::subjects::Failure;
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {
     vec![case(

@@ -20,7 +20,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::json;
 
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::check;
 use crate::history::{Added, Execution};
 use crate::shown::Shown;
@@ -29,6 +29,7 @@ use crate::subjects::http_worker;
 use crate::subjects::observe::file::{job_count, rows};
 use crate::subjects::server::Client;
 use crate::subjects::worker::{start_worker, WorkerProcess};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::super::common::{self, no_findings};

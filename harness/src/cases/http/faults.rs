@@ -16,12 +16,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::parse_time;
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::shown::rfc3339;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{job_count, rows, write};
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::{self, server_sockets, Client, CLOSE_WAIT, ESTABLISHED};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 /// How long a case waits for jobs to come back (their leases, and the

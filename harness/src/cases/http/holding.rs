@@ -14,11 +14,12 @@ use serde_json::{json, Map, Value};
 
 use super::{answer, expect, is_time, near, parse_time, same_json};
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, rows_as_text, write, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::{self, read_answer, server_sockets, Client, ESTABLISHED};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {

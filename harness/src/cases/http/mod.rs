@@ -28,9 +28,10 @@ mod tidying;
 
 use serde_json::{json, Value};
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::server::{self, raw, Client, ServerProcess, Started};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 /// The token the auth cases give the server.

@@ -12,12 +12,13 @@ use serde_json::{json, Value};
 
 use super::{all_refused, at_published, expect, Refused, TOKEN};
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{Case, CaseResult, Failure, Level};
+use crate::cases::{Case, CaseResult, Level};
 use crate::ensure;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::rows_as_text;
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::{self, Client};
+use crate::subjects::Failure;
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {
     vec![

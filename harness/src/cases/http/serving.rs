@@ -9,9 +9,10 @@ use nix::sys::signal::Signal;
 
 use super::holding::waiting_claim;
 use super::{add_of_size, all_refused, expect, holds_jobs, start, Refused, TOKEN};
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::server::{self, read_answer, Client, Started};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {

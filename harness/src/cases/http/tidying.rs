@@ -10,12 +10,13 @@ use serde_json::{json, Value};
 use super::{answer, expect, near, same_json, start};
 use crate::cases::steps::contract::{check_job, STATS_KEYS};
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{Case, CaseResult, Failure};
+use crate::cases::{Case, CaseResult};
 use crate::shown::rfc3339;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::Client;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {

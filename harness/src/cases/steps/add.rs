@@ -1,9 +1,10 @@
 //! FORMAT.md §5.3 Add.
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::shown::{text, Shown};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::rows::{brief, not_running, row_present, within_time};

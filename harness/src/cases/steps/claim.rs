@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::cases::common;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::check;
 use crate::check::model::Model;
 use crate::history::Added;
@@ -13,6 +13,7 @@ use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{read, read_rows, row, rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::start_command_worker;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::rows::{brief, brief_all, not_running, row_present, within, within_time};

@@ -4,11 +4,12 @@
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use serde_json::{json, Value};
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::shown::{rfc3339, Shown};
 use crate::subjects::ctx::clip;
 use crate::subjects::observe::file::Row;
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 /// Standard base64, with padding, as the contract's `payload_base64`.

@@ -3,13 +3,14 @@
 use std::path::Path;
 
 use crate::cases::common;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::check;
 use crate::history::{Added, Execution};
 use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, Row};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::rows::{brief, has_error, not_running, row_present, within, within_time};

@@ -1,10 +1,11 @@
 //! FORMAT.md §5.9: retry, delete and purge.
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::shown::{rfc3339, Shown, Time};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{rows, Row};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::rows::{not_running, only_changed, within_time};

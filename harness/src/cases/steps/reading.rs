@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::shown::rfc3339;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{rows, Row};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::contract::{check_job, listed, object_keys, STATS_KEYS};

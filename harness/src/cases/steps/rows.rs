@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::ensure;
 use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::observe::file::{row, Row};
+use crate::subjects::Failure;
 
 /// One job that must be in the file.
 pub(crate) fn row_present(file: &Path, id: i64) -> Result<Row, Failure> {

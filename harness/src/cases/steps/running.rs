@@ -5,12 +5,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cases::common;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::history::Execution;
 use crate::subjects::ctx::{clip, Ctx};
 use crate::subjects::observe::file::{row, rows};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::{start_worker, WorkerProcess};
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::rows::brief_all;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use rusqlite::types::Value as SqlValue;
 
-use crate::cases::Failure;
 use crate::subjects::observe::file::write;
+use crate::subjects::Failure;
 
 /// A row to write with plain SQL.
 #[derive(Debug, Clone)]

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, row, rows, rows_as_text, write, Row};
 use crate::subjects::server::{self, Client};
 use crate::subjects::worker::{probe_log, start_worker};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::payloads::{check_payload, json_output, starts, Made};

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use crate::cases::refusal::{expect_refused, init_add, non_creating};
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{job_count, read};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::values::{AppDatabase, Stored, APP_DATABASES, VERSIONS};

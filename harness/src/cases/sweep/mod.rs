@@ -13,8 +13,9 @@ mod values;
 use std::path::Path;
 use std::process::Output;
 
-use crate::cases::{Case, CaseResult, Failure, Level, Needs};
+use crate::cases::{Case, CaseResult, Level, Needs};
 use crate::subjects::observe::file::write;
+use crate::subjects::Failure;
 
 use super::common;
 

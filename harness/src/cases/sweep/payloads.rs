@@ -14,13 +14,14 @@ use rand::Rng;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::ensure;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{job_count, rows};
 use crate::subjects::probe::{Record, RecordKind};
 use crate::subjects::server::{self, Client};
 use crate::subjects::worker::{probe_log, start_worker};
+use crate::subjects::Failure;
 
 use super::values::{Bytes, Payload, Ways, ARG, LONGEST_ARGUMENT, PAYLOADS, SHOW, STDIN, WORK};
 use super::{common, expect_success, insert};

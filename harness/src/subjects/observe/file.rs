@@ -11,8 +11,8 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::cases::Failure;
 use crate::shown::text;
+use crate::subjects::Failure;
 
 /// How long a reader or writer waits for a file another program holds.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

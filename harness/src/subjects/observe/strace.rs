@@ -12,8 +12,8 @@ use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use crate::cases::Failure;
 use crate::subjects::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 /// The calls the durability and power-loss cases read: what opens, writes,

@@ -13,11 +13,12 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::cases::steps::rows::{brief_all, only_changed};
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::ensure;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{job_count, row, rows};
 use crate::subjects::observe::strace::printed_id;
+use crate::subjects::Failure;
 
 use super::{file_with_job, fill, run, shown, succeeded, text};
 

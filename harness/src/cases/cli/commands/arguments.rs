@@ -12,11 +12,12 @@ use serde_json::Value;
 use crate::cases::steps::contract::listed;
 use crate::cases::steps::rows::brief;
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::{row, rows};
 use crate::subjects::observe::strace::printed_id;
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 use crate::{ensure, ensure_eq};
 

@@ -7,8 +7,9 @@
 //! as it was; only `retry` and `delete` open the file before they read
 //! their IDs, so a bad ID here comes alone.
 
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::subjects::ctx::{clip, path_str, Ctx};
+use crate::subjects::Failure;
 
 use super::{file_with_job, fill, run, shown, succeeded, text, Untouched};
 

@@ -6,10 +6,11 @@
 
 use crate::cases::steps::rows::only_changed;
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{read, rows, write};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::{run, shown, succeeded, text};

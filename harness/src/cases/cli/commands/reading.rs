@@ -11,10 +11,11 @@ use serde_json::Value;
 use crate::cases::steps::contract::listed;
 use crate::cases::steps::rows::only_changed;
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::rows;
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::{file_with_job, fill, run, shown, text, Untouched};

@@ -4,10 +4,11 @@
 //! newline and tab, U+007F and U+0080–U+009F).
 
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{common, CaseResult, Failure};
+use crate::cases::{common, CaseResult};
 use crate::ensure;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::probe::now_ms;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::{run, shown, succeeded, text};

@@ -10,11 +10,12 @@ use rand::Rng;
 
 use crate::cases::steps::rows::brief_all;
 use crate::cases::steps::running::still_working;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::observe::file::{job_count, rows};
 use crate::subjects::process::MARKER;
 use crate::subjects::worker::probe_log;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::support::{expect_refused, probe_worker, secs, wait_started, Refusal, POLL};

@@ -8,10 +8,11 @@ use rand::Rng;
 use crate::cases::common;
 use crate::cases::steps::rows::{brief, brief_all, has_error, not_running, row_present};
 use crate::cases::steps::running::{still_working, wait_settled};
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{row, rows};
 use crate::subjects::worker::start_worker;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::support::{probe_worker, secs, wait_started, POLL};

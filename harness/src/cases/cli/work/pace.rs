@@ -8,11 +8,12 @@ use std::time::Duration;
 use crate::cases::steps::rows::brief_all;
 use crate::cases::steps::running::still_working;
 use crate::cases::steps::setup::{insert, Put};
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{job_count, row, rows, write};
 use crate::subjects::probe::{now_ms, Record, RecordKind};
 use crate::subjects::worker::{probe_log, start_worker, WorkerProcess};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::support::{most_at_once, probe_worker, records, secs, wait_started, POLL};

@@ -9,12 +9,13 @@ use nix::sys::signal::Signal;
 
 use crate::cases::steps::rows::{brief, has_error, row_present};
 use crate::cases::steps::running::alive;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::history::WorkerEventKind;
 use crate::subjects::ctx::{clip, Ctx};
 use crate::subjects::observe::file::{row, write};
 use crate::subjects::probe::{now_ms, Record};
 use crate::subjects::worker::WorkerProcess;
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::support::{ended, probe_worker, records, secs, start_of, wait_exit, wait_started, POLL};

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use crate::cases::common;
 use crate::cases::steps::rows::brief_all;
 use crate::cases::steps::running::still_working;
-use crate::cases::{CaseResult, Failure};
+use crate::cases::CaseResult;
 use crate::history;
 use crate::subjects::ctx::{clip, path_str, Ctx, COMMAND_TIMEOUT};
 use crate::subjects::observe::file::{rows, rows_as_text};
 use crate::subjects::probe::{Record, RecordKind};
 use crate::subjects::worker::{start_command_worker, WorkerProcess};
+use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 pub(super) fn secs(n: u64) -> Duration {
