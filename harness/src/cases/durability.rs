@@ -92,7 +92,7 @@ fn work_starts_after_sync(ctx: &mut Ctx) -> CaseResult {
     let work = ["work", path_str(&file), "q", "--poll", "20ms", "--", path_str(&probe), path_str(&log)];
     let args = Invocation::record().args(&trace, &command(&subject, &work));
     let shown: Vec<&str> = args.iter().map(String::as_str).collect();
-    let traced = ctx.spawn(&strace::program(ctx)?, &shown, Stdio::null(), Stdio::null())?;
+    let mut traced = ctx.spawn(&strace::program(ctx)?, &shown, Stdio::null(), Stdio::null())?;
     let ran = ctx.wait_for("the traced worker to run the job", Duration::from_secs(30), || {
         Ok(common::executions(ctx)?.iter().any(|e| e.end_ms.is_some()))
     });

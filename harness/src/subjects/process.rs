@@ -51,12 +51,16 @@ impl Procs {
         Ok(Spawned { child, pid })
     }
 
-    /// Kills every group this case started and every marked process. A
-    /// group is killed once: after that its id may be reused by another
-    /// program's group.
+    /// Kills every group this case started that still holds one of its
+    /// marked processes, then every marked process. A group whose
+    /// processes have all ended is left alone: its id may be another
+    /// program's group by now (ids come round again within a minute on a
+    /// busy machine with `pid_max` 32768), and killing it would kill
+    /// another case's, or another program's, processes.
     pub fn kill_all(&self) {
         let groups = std::mem::take(&mut *self.groups.lock().unwrap_or_else(|p| p.into_inner()));
-        for group in groups {
+        let marked = marked_groups(&self.marker);
+        for group in groups.into_iter().filter(|g| marked.contains(g)) {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
         sweep(&self.marker);
@@ -81,29 +85,47 @@ pub fn kill_every_case() {
 /// SIGKILLs every process whose environment holds `MARKER=marker`, until
 /// none is left (a process may fork while we look).
 fn sweep(marker: &str) {
-    let needle = format!("{MARKER}={marker}").into_bytes();
-    let me = std::process::id() as i32;
     for _ in 0..20 {
-        let mut found = false;
-        let Ok(entries) = std::fs::read_dir("/proc") else { return };
-        for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-            if pid == me {
-                continue;
-            }
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-            if environ.split(|b| *b == 0).any(|var| var == needle.as_slice()) {
-                // A zombie keeps its environ only while it runs; reading it
-                // succeeded, so it is alive.
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-                found = true;
-            }
+        let marked = marked_processes(marker);
+        for pid in &marked {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
-        if !found {
+        if marked.is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The live processes (but this one) whose environment holds
+/// `MARKER=marker`. A zombie keeps its environ only while it runs, so one
+/// whose environ can be read is alive.
+fn marked_processes(marker: &str) -> Vec<i32> {
+    let needle = format!("{MARKER}={marker}").into_bytes();
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.split(|b| *b == 0).any(|var| var == needle.as_slice()))
+        })
+        .collect()
+}
+
+/// The process groups that hold a live process marked `marker`.
+fn marked_groups(marker: &str) -> std::collections::BTreeSet<i32> {
+    marked_processes(marker).into_iter().filter_map(group_of).collect()
+}
+
+/// A process's group, from /proc/PID/stat: the fifth field, counted after
+/// the command's name (which may hold spaces and parentheses).
+fn group_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// A started process; killed with its group when dropped.
@@ -123,9 +145,12 @@ impl Spawned {
         let _ = kill(Pid::from_raw(self.pid), signal);
     }
 
-    /// Sends `signal` to the process's whole group.
-    pub fn signal_group(&self, signal: Signal) {
-        let _ = killpg(Pid::from_raw(self.pid), signal);
+    /// Sends `signal` to the process's whole group, while the process has
+    /// not been reaped: once it has, its id may be another group's.
+    pub fn signal_group(&mut self, signal: Signal) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = killpg(Pid::from_raw(self.pid), signal);
+        }
     }
 
     /// Waits for the process to end, up to `limit`.
@@ -198,5 +223,57 @@ impl Drop for Spawned {
             let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             let _ = self.child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok()
+    }
+
+    /// A group of the case's is killed whole, with a process in it that
+    /// dropped the marker; a group that holds no marked process is not
+    /// the case's, whatever its id.
+    #[test]
+    fn kill_all_kills_the_groups_that_hold_a_marked_process_and_no_other() {
+        let marker = format!("process-test-{}", std::process::id());
+        let procs = Procs::new(marker.clone());
+        let script = format!("env -u {MARKER} sleep 30 & echo $!; wait");
+        let mut leader = procs
+            .spawn(Command::new("sh").args(["-c", &script]).stdout(std::process::Stdio::piped()))
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let unmarked_member: i32 = line.trim().parse().unwrap();
+        let mut stranger = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let stranger_pid = stranger.id() as i32;
+        // As if a group the case started long ago had ended, and its id
+        // had come round to the stranger's group.
+        procs.groups.lock().unwrap().push(stranger_pid);
+
+        assert_eq!(group_of(unmarked_member), Some(leader.pid()));
+        let groups = marked_groups(&marker);
+        assert!(groups.contains(&leader.pid()), "{groups:?}");
+        assert!(!groups.contains(&stranger_pid), "{groups:?}");
+
+        procs.kill_all();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(unmarked_member) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(unmarked_member), "the unmarked member of the case's group outlived kill_all");
+        assert_eq!(stranger.try_wait().unwrap(), None, "kill_all killed a group that was not the case's");
+        let _ = stranger.kill();
+        let _ = stranger.wait();
+        let _ = leader.child.wait();
     }
 }

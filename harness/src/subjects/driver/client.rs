@@ -144,11 +144,15 @@ impl DriverProcess {
         self.read_line()
     }
 
+    /// Kills the driver's group while the driver has not been reaped (once
+    /// it has, its id may be another group's).
     fn kill(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        if let Ok(None) = self.child.try_wait() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(self.child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         let _ = self.child.wait();
     }
 }
