@@ -19,6 +19,7 @@ use ukue::{Claimed, OpenOptions};
 
 use crate::subjects::broken::{self, CliEdit, ServeFlaw};
 use crate::subjects::broken_serve::serve_flawed;
+use crate::subjects::mutants;
 
 pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
@@ -41,6 +42,9 @@ pub fn main() -> ExitCode {
             Cmd::Add(args) => split_add(args, out),
             command => ukue::cli::run(command, &OpenOptions::default(), out),
         });
+    }
+    if let Some(mutant) = mutants::named(&name) {
+        return ukue::cli::main_with(OpenOptions::default().spec(mutant.spec()));
     }
     let Some(bug) = broken::bug(&name) else {
         eprintln!("ukue-broken: set UKUE_BROKEN to one of {}", broken::names());

@@ -25,12 +25,13 @@ pub const TARGETS: &[(&str, FuzzTarget)] = &[
     ("ops_vs_model", ops_vs_model),
     ("cli_args", cli_args),
     ("driver_lines", driver_lines),
+    ("serve_requests", super::fuzz_serve::serve_requests),
 ];
 
 /// Runs `body` in an empty scratch folder: one a thread, in memory when
 /// the machine has /dev/shm, made once and emptied before each input
 /// (making and removing a folder an input cost more than most inputs).
-fn in_scratch<T>(body: impl FnOnce(&Path) -> T) -> T {
+pub(crate) fn in_scratch<T>(body: impl FnOnce(&Path) -> T) -> T {
     thread_local! {
         static DIR: tempfile::TempDir = scratch_dir("ukue-fuzz-").expect("a temporary directory");
     }
@@ -241,19 +242,37 @@ pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
     ops_on(start(target), data);
 }
 
-/// The FORMAT.md that [`ops_vs_model`] runs: the builtin one, or the
-/// broken one that `UKUE_BROKEN` names (read once, as `ukue-driver` does).
+/// The inputs in `dir`, in name order, with their paths.
+pub fn corpus(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+    let mut seeds = Vec::new();
+    for path in listing(dir) {
+        let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        seeds.push((path, data));
+    }
+    if seeds.is_empty() {
+        return Err(format!("{}: no inputs", dir.display()));
+    }
+    Ok(seeds)
+}
+
+/// The index of the first of `seeds` that fails [`ops_vs_model_on`]
+/// `target`, if one does; the failures' messages are not printed.
+pub fn first_kill(target: &Target, seeds: &[(PathBuf, Vec<u8>)]) -> Option<usize> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let found = seeds.iter().position(|(_, data)| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ops_vs_model_on(target, data))).is_err()
+    });
+    std::panic::set_hook(hook);
+    found
+}
+
+/// The FORMAT.md that [`ops_vs_model`] and [`driver_lines`] run: the
+/// builtin one, or the broken one or mutant that `UKUE_BROKEN` names (read
+/// once, as `ukue-driver` does).
 fn fuzzed_spec() -> Arc<ukue::Spec> {
     static SPEC: OnceLock<Arc<ukue::Spec>> = OnceLock::new();
-    let spec = SPEC.get_or_init(|| match std::env::var("UKUE_BROKEN") {
-        Err(_) => ukue::Spec::builtin(),
-        Ok(name) => {
-            let bug = broken::bug(&name)
-                .unwrap_or_else(|| panic!("UKUE_BROKEN={name} is none of {}", broken::names()));
-            broken::spec(bug).unwrap_or_else(|e| panic!("UKUE_BROKEN={name}: {e}"))
-        }
-    });
-    spec.clone()
+    SPEC.get_or_init(|| broken::spec_from_env().unwrap_or_else(|e| panic!("{e}"))).clone()
 }
 
 fn start(target: &Target) -> ModelRun {
@@ -317,7 +336,7 @@ pub fn driver_lines(data: &[u8]) {
 }
 
 fn driver_lines_in(dir: &Path, data: &[u8]) {
-    let mut driver = ReferenceDriver::jailed(ukue::Spec::builtin(), dir.to_path_buf());
+    let mut driver = ReferenceDriver::jailed(fuzzed_spec(), dir.to_path_buf());
     for line in data.split(|b| *b == b'\n').take(64) {
         let text = String::from_utf8_lossy(line);
         let reply = driver.handle_line(&text);

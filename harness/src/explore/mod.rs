@@ -4,12 +4,14 @@
 //! reference in this process, or a step-driver process), checks every
 //! answer and the file after every step against the model, and shrinks a
 //! failing sequence; [`fuzzing`] is the fuzz targets' logic, on the same
-//! runs.
+//! runs; [`fuzz_serve`] the HTTP server's target.
 //!
 //! [`gen`]: crate::explore::gen
 //! [`run`]: crate::explore::run
 //! [`fuzzing`]: crate::explore::fuzzing
+//! [`fuzz_serve`]: crate::explore::fuzz_serve
 
+pub mod fuzz_serve;
 pub mod fuzzing;
 pub mod gen;
 pub mod run;

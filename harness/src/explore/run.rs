@@ -161,6 +161,11 @@ impl InMemory {
         // Room for every statement of the reference, the row reads and the
         // invariants (rusqlite keeps 16): none is parsed twice.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // A step that runs away (a mutant's recursion that never ends) is
+        // interrupted, so that the run fails with an answer the model
+        // explains rather than hanging; no statement of the reference
+        // comes near this many of SQLite's instructions.
+        conn.progress_handler(RUNAWAY, Some(|| true));
         let mut driver = ReferenceDriver::new(spec.clone());
         driver
             .attach(conn, START_MS)
@@ -168,6 +173,10 @@ impl InMemory {
         Ok(InMemory { driver })
     }
 }
+
+/// SQLite instructions after which one step of a statement is
+/// interrupted (about a tenth of a second of work).
+const RUNAWAY: std::os::raw::c_int = 20_000_000;
 
 /// Prepared statements an in-memory run's connection keeps.
 const STATEMENT_CACHE: usize = 64;

@@ -987,6 +987,31 @@ pub fn names() -> String {
         .join(", ")
 }
 
+/// The FORMAT.md that `UKUE_BROKEN=name` runs: a bug's
+/// ([`spec`]), or a generated or hand-made mutant's
+/// (crate::subjects::mutants, named `STATEMENT/KIND-N`).
+pub fn spec_named(name: &str) -> Result<Arc<Spec>, String> {
+    if let Some(mutant) = super::mutants::named(name) {
+        return Ok(mutant.spec());
+    }
+    match bug(name) {
+        Some(bug) => spec(bug),
+        None => Err(format!(
+            "UKUE_BROKEN={name} is none of {} (nor a mutant: ukue-conformance mutants lists them)",
+            names()
+        )),
+    }
+}
+
+/// The FORMAT.md that `UKUE_BROKEN` names ([`spec_named`]), or the
+/// builtin one when it is unset or empty.
+pub fn spec_from_env() -> Result<Arc<Spec>, String> {
+    match std::env::var("UKUE_BROKEN") {
+        Ok(name) if !name.is_empty() => spec_named(&name),
+        _ => Ok(Spec::builtin()),
+    }
+}
+
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is
 /// an error, so the list cannot silently rot as FORMAT.md changes.
 pub fn spec(bug: &Bug) -> Result<Arc<Spec>, String> {

@@ -37,6 +37,7 @@ pub mod broken_serve;
 pub mod ctx;
 pub mod driver;
 pub mod http_worker;
+pub mod mutants;
 pub mod observe;
 pub mod probe;
 pub mod process;
