@@ -216,3 +216,22 @@ fn the_driver_dictionary_has_every_op_and_key_of_the_seeds() {
     assert!(words.contains("\"stats\"") && words.contains("\"lease_ms\""), "{words:?}");
     assert_in_dictionary("driver_lines", words);
 }
+
+/// fuzz/Cargo.lock is what the fuzz crate's manifests ask for: `cargo
+/// fuzz build` (.clusterfuzzlite/build.sh, fuzz/run.sh) leaves it as it
+/// is (`cargo tree --locked` fails when the lock would change; offline,
+/// it needs only this platform's packages, which the workspace has).
+#[test]
+fn the_fuzz_lock_file_is_up_to_date() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--locked", "--offline", "--quiet", "--manifest-path"])
+        .arg(repo().join("fuzz/Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fuzz/Cargo.lock needs updating (cd fuzz && cargo update -w): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

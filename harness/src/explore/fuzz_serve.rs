@@ -273,16 +273,21 @@ pub fn serve_requests(data: &[u8]) {
 async fn run(dir: &Path, data: &[u8]) {
     let mut input = Unstructured::new(data);
     let Ok(setup) = Setup::arbitrary(&mut input) else { return };
-    let path = dir.join("serve.ukue");
+    // A name of its own: the server of the input before may still be
+    // closing its file (its writer thread ends on its own), and SQLite
+    // removes a -wal file by name as it closes.
+    static INPUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = INPUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("serve-{n}.ukue"));
     let clock = ukue::ManualClock::new(START_MS);
     let options = ukue::OpenOptions::default().clock(clock.clone());
     let mut seen = Seen::default();
     {
         let mut file = options.clone().access(ukue::Access::Create).open(&path).expect("a new ukue file");
-        for n in 0..setup.jobs % 128 {
-            let queue = if n % 2 == 0 { "a" } else { "b" };
-            seen.ids.push(file.add(&ukue::NewJob::new(queue, vec![b'x'])).expect("adding a job"));
-        }
+        let jobs: Vec<ukue::NewJob> = (0..setup.jobs % 128)
+            .map(|n| ukue::NewJob::new(if n % 2 == 0 { "a" } else { "b" }, vec![b'x']))
+            .collect();
+        seen.ids = file.add_batch(&jobs).expect("adding jobs");
     }
     let mut args = serve_args(&path, &setup);
     if setup.token {
@@ -487,6 +492,9 @@ struct Sent {
     id: Option<i64>,
     /// The id text of the path was no valid id.
     bad_id: bool,
+    /// The path has an empty segment where an id goes (`/v1/jobs//ack`):
+    /// a path that is no endpoint, or an id that is none; refused either way.
+    empty_id: bool,
     /// The token the body gives (held calls).
     token: Option<String>,
 }
@@ -554,6 +562,7 @@ impl Call {
         let id_part = path.strip_prefix("/v1/jobs/").map(|rest| rest.split('/').next().unwrap_or(""));
         let id = id_part.and_then(|t| t.parse::<i64>().ok()).filter(|n| *n >= 1 && id_part.is_some_and(|t| t.bytes().all(|b| b.is_ascii_digit())));
         let bad_id = matches!(endpoint, Endpoint::Job | Endpoint::Held | Endpoint::Retry) && id.is_none();
+        let empty_id = id_part == Some("");
         let mut headers = Vec::new();
         let host = match self.host {
             HostHeader::Localhost => Some("localhost".to_string()),
@@ -591,7 +600,8 @@ impl Call {
             headers.push((header::CONTENT_TYPE, "application/json".to_string()));
         }
         let body = self.body.bytes(claim.as_ref(), expect.limit);
-        Sent { method: self.verb.method(), uri, headers, body, endpoint, id, bad_id, token: claim.map(|(_, t)| t) }
+        let token = claim.map(|(_, t)| t);
+        Sent { method: self.verb.method(), uri, headers, body, endpoint, id, bad_id, empty_id, token }
     }
 }
 
@@ -808,6 +818,12 @@ impl Expect {
     ) -> Result<(), String> {
         let code = status.as_u16();
         let what = format!("{} {} answered {code} {body}", sent.method, sent.uri);
+        if sent.empty_id {
+            return match (400..500).contains(&code) {
+                true => Ok(()),
+                false => Err(format!("{what}; a path without its id is refused (http.id, http.unknown-path)")),
+            };
+        }
         if let Some(allowed) = self.guard(sent) {
             return match allowed.contains(&code) {
                 true => Ok(()),

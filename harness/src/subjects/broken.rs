@@ -7,7 +7,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -475,7 +474,7 @@ pub enum CliEdit {
     /// How a command line that cannot be read ends, in place of clap's
     /// message and exit status 2 (clap's `--help` and `--version` come
     /// here too).
-    Unreadable(fn(clap::Error) -> ExitCode),
+    Unreadable(fn(clap::Error) -> u8),
 }
 
 pub const CLI_BUGS: &[CliBug] = &[
@@ -507,7 +506,7 @@ pub const CLI_BUGS: &[CliBug] = &[
         what: "exit.usage: a command line that cannot be read exits with status 1, as an error does",
         edit: CliEdit::Unreadable(|e| {
             let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 1 } else { 0 })
+            u8::from(e.use_stderr())
         }),
     },
     CliBug {
@@ -518,7 +517,7 @@ pub const CLI_BUGS: &[CliBug] = &[
             if e.use_stderr() {
                 let _ = e.print();
             }
-            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+            u8::try_from(e.exit_code()).unwrap_or(2)
         }),
     },
     CliBug {

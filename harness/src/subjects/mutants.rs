@@ -43,13 +43,165 @@ impl Mutant {
 
 /// Mutants that behave as the statement they mutate for every input the
 /// format allows: no run can kill them. Each with the reason.
-pub const EQUIVALENT: &[(&str, &str)] = &[];
+pub const EQUIVALENT: &[(&str, &str)] = &[
+    ("next_run_at/const-2", WHY_LIMIT),
+    ("pick/const-2", WHY_LIMIT),
+    ("pick/const-4", WHY_LIMIT),
+    ("fail/const-7", WHY_SHIFT),
+    ("fail/const-8", WHY_SHIFT),
+    ("fail/const-17", WHY_SHIFT),
+    ("fail/const-18", WHY_SHIFT),
+    ("reap_ready/const-7", WHY_SHIFT),
+    ("reap_ready/const-8", WHY_SHIFT),
+    ("reap_ready/const-17", WHY_SHIFT),
+    ("reap_ready/const-18", WHY_SHIFT),
+    ("fail/const-5", WHY_MAX0),
+    ("fail/const-15", WHY_MAX0),
+    ("reap_ready/const-5", WHY_MAX0),
+    ("reap_ready/const-15", WHY_MAX0),
+    ("release/const-3", WHY_MAX0),
+    ("fail/const-11", WHY_NARROW),
+    ("fail/const-19", WHY_NARROW),
+    ("fail/const-22", WHY_NARROW),
+    ("fail/const-23", WHY_NARROW),
+    ("reap_ready/const-11", WHY_NARROW),
+    ("reap_ready/const-19", WHY_NARROW),
+    ("reap_ready/const-22", WHY_NARROW),
+    ("reap_ready/const-23", WHY_NARROW),
+    ("finish_delete/cmp-3", WHY_RUNNING),
+    ("finish_delete/cmp-4", WHY_RUNNING),
+    ("finish_delete/where-2", WHY_RUNNING),
+    ("finish_keep/cmp-3", WHY_RUNNING),
+    ("finish_keep/cmp-4", WHY_RUNNING),
+    ("finish_keep/where-2", WHY_RUNNING),
+    ("fail/cmp-7", WHY_RUNNING),
+    ("fail/cmp-8", WHY_RUNNING),
+    ("fail/where-2", WHY_RUNNING),
+    ("renew/cmp-3", WHY_RUNNING),
+    ("renew/cmp-4", WHY_RUNNING),
+    ("renew/where-2", WHY_RUNNING),
+    ("release/cmp-3", WHY_RUNNING),
+    ("release/cmp-4", WHY_RUNNING),
+    ("release/where-2", WHY_RUNNING),
+    ("take/cmp-3", WHY_TAKE),
+    ("take/cmp-4", WHY_TAKE),
+    ("take/where-2", WHY_TAKE),
+    ("pick/cmp-1", WHY_LEVELS),
+    ("pick/cmp-2", WHY_LEVELS),
+    ("pick/cmp-5", WHY_LEVELS),
+    ("pick/cmp-6", WHY_LEVELS),
+    ("pick/where-1", WHY_LEVELS),
+    ("pick/where-3", WHY_LEVELS),
+    ("pick/cmp-16", WHY_HIGHER),
+];
 
-/// Mutants that change only what the fuzz targets never run: how a file
-/// is made or opened (the targets run on a database made once, in memory)
-/// or a default that every add overrides. tests/spec_mutations.rs and the
-/// conformance suite judge these.
-pub const UNREACHED: &[(&str, &str)] = &[];
+const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns the same first row";
+const WHY_SHIFT: &str = "the shift's cap: from attempt 10 on the hour's cap (3,600,000) holds, so a shift of at most 19, 20 or 21 gives the same backoff, and 10000 << 21 does not overflow";
+const WHY_MAX0: &str = "a running job's attempts is at least 1 (take counts the attempt first), so max(attempts - 1, -1) is max(attempts - 1, 0)";
+const WHY_NARROW: &str = "the jitter's range narrowed: every run_at the mutant gives, the published backoff gives too (FORMAT.md §5.6 draws the jitter at random), so no run can tell it from the reference's luck";
+const WHY_RUNNING: &str = "a row holds a token only while it runs (§7 lease_only_while_running), so `token = :token` already implies `state = 'running'`";
+const WHY_TAKE: &str = "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
+const WHY_LEVELS: &str = "the levels come from more queues' priorities, but they are visited in descending order and a level is taken only when this queue has a due job at it: the same job";
+const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
+
+/// Mutants that change only what the fuzz targets do not run or cannot
+/// see: how a file is made or opened (the targets run on a database made
+/// once, in memory), a default that every add overrides, a CHECK the
+/// library's validation keeps steps from, an index. Other tests judge
+/// these (each says which).
+pub const UNREACHED: &[(&str, &str)] = &[
+    ("create_jobs/const-5", WHY_DEFAULT),
+    ("create_jobs/const-6", WHY_DEFAULT),
+    ("create_jobs/const-15", WHY_DEFAULT),
+    ("create_jobs/const-16", WHY_DEFAULT),
+    ("create_jobs/const-19", WHY_DEFAULT),
+    ("create_jobs/const-20", WHY_DEFAULT),
+    ("create_jobs/const-21", WHY_DEFAULT),
+    ("create_jobs/const-22", WHY_DEFAULT),
+    ("create_jobs/const-23", WHY_DEFAULT),
+    ("create_jobs/const-24", WHY_DEFAULT),
+    ("create_jobs/const-25", WHY_DEFAULT),
+    ("create_jobs/const-26", WHY_DEFAULT),
+    ("create_jobs/const-27", WHY_DEFAULT),
+    ("create_jobs/const-28", WHY_DEFAULT),
+    ("create_jobs/const-29", WHY_DEFAULT),
+    ("create_jobs/const-30", WHY_DEFAULT),
+    ("create_jobs/hand-1", WHY_DEFAULT),
+    ("create_jobs/const-1", WHY_CHECK),
+    ("create_jobs/const-3", WHY_CHECK),
+    ("create_jobs/const-4", WHY_CHECK),
+    ("create_jobs/const-8", WHY_CHECK),
+    ("create_jobs/const-10", WHY_CHECK),
+    ("create_jobs/const-13", WHY_CHECK),
+    ("create_jobs/const-17", WHY_CHECK),
+    ("create_jobs/hand-4", WHY_CHECK),
+    ("create_jobs/hand-5", WHY_CHECK),
+    ("create_jobs/hand-6", WHY_CHECK),
+    ("create_index_due/where-1", WHY_INDEX),
+    ("create_index_next/cmp-1", WHY_INDEX),
+    ("create_index_next/cmp-2", WHY_INDEX),
+    ("create_index_next/where-1", WHY_INDEX),
+    ("create_index_leases/where-1", WHY_INDEX),
+    ("create_index_next/hand-1", WHY_INDEX),
+    ("create_index_next/hand-2", WHY_INDEX),
+    ("create_index_due/hand-1", WHY_INDEX),
+    ("create_index_leases/hand-1", WHY_INDEX),
+    ("create_index_state/hand-1", WHY_INDEX),
+    ("create_meta/hand-1", WHY_INDEX),
+    ("find_tables/cmp-1", WHY_OPEN),
+    ("find_tables/cmp-2", WHY_OPEN),
+    ("find_tables/where-1", WHY_OPEN),
+    ("find_tables/where-2", WHY_OPEN),
+    ("find_tables/order-1", WHY_OPEN),
+    ("find_tables/hand-1", WHY_OPEN),
+    ("set_application_id/const-1", WHY_OPEN),
+    ("set_application_id/const-2", WHY_OPEN),
+    ("set_application_id/hand-1", WHY_OPEN),
+    ("set_busy_timeout/const-1", WHY_OPEN),
+    ("set_busy_timeout/const-2", WHY_OPEN),
+    ("set_busy_timeout/hand-1", WHY_OPEN),
+    ("read_version/cmp-1", WHY_OPEN),
+    ("read_version/cmp-2", WHY_OPEN),
+    ("read_version/where-1", WHY_OPEN),
+    ("read_version/hand-1", WHY_OPEN),
+    ("find_index/cmp-1", WHY_OPEN),
+    ("find_index/cmp-2", WHY_OPEN),
+    ("find_index/cmp-3", WHY_OPEN),
+    ("find_index/cmp-4", WHY_OPEN),
+    ("find_index/where-1", WHY_OPEN),
+    ("count_schema/hand-1", WHY_OPEN),
+    ("count_schema/hand-2", WHY_OPEN),
+    ("set_wal/hand-1", WHY_OPEN),
+    ("read_journal_mode/hand-1", WHY_OPEN),
+    ("set_synchronous/hand-1", WHY_OPEN),
+    ("insert_meta/hand-1", WHY_OPEN),
+    ("rollback/hand-1", WHY_ROLLBACK),
+    ("list/cmp-1", WHY_LIST),
+    ("list/cmp-2", WHY_LIST),
+    ("list/cmp-3", WHY_LIST),
+    ("list/cmp-4", WHY_LIST),
+    ("list/cmp-5", WHY_LIST),
+    ("list/cmp-6", WHY_LIST),
+    ("list/cmp-7", WHY_LIST),
+    ("list/cmp-8", WHY_LIST),
+    ("list/cmp-9", WHY_LIST),
+    ("list/cmp-10", WHY_LIST),
+    ("list/where-1", WHY_LIST),
+    ("list/where-2", WHY_LIST),
+    ("list/where-3", WHY_LIST),
+    ("list/order-1", WHY_LIST),
+    ("list/hand-1", WHY_LIST),
+    ("list/hand-2", WHY_LIST),
+    ("list/hand-3", WHY_LIST),
+    ("list/hand-4", WHY_LIST),
+];
+
+const WHY_DEFAULT: &str = "a column's DEFAULT, which the reference's add never leaves to it (it gives every column); a program that inserts as FORMAT.md's example does sees it (tests/spec_mutations.rs's schema check)";
+const WHY_CHECK: &str = "a CHECK that the library's own validation keeps every step from reaching (queue names of 1 to 200 characters, priorities -100..100, max_attempts of 1 or more, attempts never below 0); the schema check of tests/spec_mutations.rs sees the text";
+const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, so the steps' answers stay; the file's schema differs (tests/spec_mutations.rs, the conformance suite's format cases)";
+const WHY_OPEN: &str = "runs only when a file is made or opened, which the fuzz targets do once, in memory (open_bytes opens every input but checks no model): tests/spec_mutations.rs and the conformance suite's opening and refusal cases judge it";
+const WHY_LIST: &str = "a step the fuzz targets' model has no op for (list): ops_vs_model checks every row after every step, but never lists; tests/spec_mutations.rs's list check, the cli/list-* and http list cases judge it (a gap of the targets)";
+const WHY_ROLLBACK: &str = "runs only when a step fails after it began to write, which the reference's steps never do on a sound in-memory database";
 
 /// Whether `name` is listed in [`EQUIVALENT`] or [`UNREACHED`]: which
 /// (`equivalent`, `unreached`), and why.
