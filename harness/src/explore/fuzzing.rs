@@ -137,7 +137,17 @@ enum FuzzOp {
     Advance {
         ms: u16,
     },
+    /// What SQLite's random() gives next, so that a backoff's jitter can
+    /// sit at either end of its range ([`JITTERS`]).
+    Jitter {
+        which: u8,
+    },
 }
+
+/// The values a [`FuzzOp::Jitter`] hands random(): 0 (no jitter), and
+/// the largest jitter of the backoff of each attempt (b/10 for b = 10 s
+/// doubled up to an hour: FORMAT.md §5.6's `abs(random() % (b/10 + 1))`).
+const JITTERS: [i64; 11] = [0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 360_000];
 
 fn queue_name(b: bool) -> String {
     if b { "b" } else { "a" }.to_string()
@@ -208,6 +218,10 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
             (ms > 0).then_some(Op::Advance { ms })?
         }
         FuzzOp::Advance { ms } => Op::Advance { ms: i64::from(ms).max(1) },
+        FuzzOp::Jitter { which } => {
+            super::run::next_random(JITTERS[which as usize % JITTERS.len()]);
+            return None;
+        }
     })
 }
 
@@ -405,7 +419,7 @@ mod tests {
             .into_iter()
             .filter_map(|(name, bytes)| Some((name?.strip_prefix("op_")?.to_string(), bytes)))
             .collect();
-        assert_eq!(tags.len(), 10, "one tag a variant");
+        assert_eq!(tags.len(), 11, "one tag a variant");
         for (name, tag) in tags {
             let mut data = tag.clone();
             data.resize(32, 0);

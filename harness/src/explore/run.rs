@@ -166,12 +166,27 @@ impl InMemory {
         // explains rather than hanging; no statement of the reference
         // comes near this many of SQLite's instructions.
         conn.progress_handler(RUNAWAY, Some(|| true));
+        // random() as the fuzzer asks for it ([`next_random`]), else at random.
+        conn.create_scalar_function("random", 0, rusqlite::functions::FunctionFlags::SQLITE_UTF8, |_| {
+            Ok(NEXT_RANDOM.with(std::cell::Cell::take).unwrap_or_else(rand::random::<i64>))
+        })
+        .map_err(|e| format!("random() of an in-memory database: {e}"))?;
         let mut driver = ReferenceDriver::new(spec.clone());
         driver
             .attach(conn, START_MS)
             .map_err(|e| format!("adding the tables to an in-memory database: {e}"))?;
         Ok(InMemory { driver })
     }
+}
+
+thread_local! {
+    static NEXT_RANDOM: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes the next random() of an in-memory run's statements give `value`
+/// (once), so that the fuzzer reaches both ends of a backoff's jitter.
+pub fn next_random(value: i64) {
+    NEXT_RANDOM.with(|n| n.set(Some(value)));
 }
 
 /// SQLite instructions after which one step of a statement is
