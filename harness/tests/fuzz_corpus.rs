@@ -54,7 +54,8 @@ fn the_targets_catch_what_they_look_for() {
         let spec = broken::spec(broken::bug(name).unwrap()).unwrap();
         let broken = ukue_harness::explore::run::Target::InMemory(spec);
         let caught =
-            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, &data)).is_err();
+            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, &data))
+                .is_err();
         if !caught {
             missed.push(format!(
                 "{} does not fail under {name}: find a new one with \

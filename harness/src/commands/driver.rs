@@ -7,7 +7,6 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-
 use crate::subjects::broken;
 use crate::subjects::driver::ReferenceDriver;
 

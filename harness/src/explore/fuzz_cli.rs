@@ -59,10 +59,16 @@ fn cli_args_in(dir: &Path, data: &[u8]) {
         (Err(e), subject) => {
             let want = u8::try_from(e.exit_code()).unwrap_or(2);
             let got = subject.err();
-            assert!(got == Some(want), "cli_args: exit {got:?} (None: read), COMMAND.md says {want}\n{}", line());
+            assert!(
+                got == Some(want),
+                "cli_args: exit {got:?} (None: read), COMMAND.md says {want}\n{}",
+                line()
+            );
             return;
         }
-        (Ok(_), Err(code)) => panic!("cli_args: the line was not read (exit {code}), COMMAND.md reads it\n{}", line()),
+        (Ok(_), Err(code)) => {
+            panic!("cli_args: the line was not read (exit {code}), COMMAND.md reads it\n{}", line())
+        }
         (Ok(cli), Ok(cmd)) => {
             assert_eq!(cli.command.name(), cmd.name(), "cli_args: another command\n{}", line());
             (cli.command, cmd)
@@ -90,7 +96,12 @@ fn cli_args_in(dir: &Path, data: &[u8]) {
     let after = Snapshot::of(&file);
     let expected = model(&model_cmd, &before);
     let why = || format!("{}\nits answer: {code} {result:?}", line());
-    assert!(expected.exits.contains(&code), "cli_args: exit {code}, COMMAND.md says {:?}\n{}", expected.exits, why());
+    assert!(
+        expected.exits.contains(&code),
+        "cli_args: exit {code}, COMMAND.md says {:?}\n{}",
+        expected.exits,
+        why()
+    );
     if expected.rows.is_empty() {
         assert!(after == before, "cli_args: a refusal (exit {code}) changed {}\n{}", file.display(), why());
         return;
@@ -143,13 +154,15 @@ fn lay_out(dir: &Path) {
         let path = scratch.path().join("jobs.ukue");
         {
             let mut f = ukue::Ukue::create(&path).expect("a ukue file");
-            let add = |f: &mut ukue::Ukue, queue: &str| f.add(&ukue::NewJob::new(queue, b"p".to_vec())).unwrap();
+            let add =
+                |f: &mut ukue::Ukue, queue: &str| f.add(&ukue::NewJob::new(queue, b"p".to_vec())).unwrap();
             let gone = add(&mut f, "a");
             f.delete(gone).expect("deleting a job");
             for queue in ["a", "b", "a", "b"] {
                 add(&mut f, queue);
             }
-            f.add(&ukue::NewJob::new("a", b"later".to_vec()).delay(std::time::Duration::from_secs(86_400))).unwrap();
+            f.add(&ukue::NewJob::new("a", b"later".to_vec()).delay(std::time::Duration::from_secs(86_400)))
+                .unwrap();
             let lease = std::time::Duration::from_secs(3600);
             for (queue, end) in [("a", 0), ("b", 0), ("a", 1), ("b", 2)] {
                 let job = f.claim(queue, lease).unwrap().expect("a due job");
@@ -165,7 +178,9 @@ fn lay_out(dir: &Path) {
         drop(ukue::Ukue::create(&empty_path).expect("a ukue file"));
         (jobs, std::fs::read(&empty_path).expect("reading the file"))
     });
-    for (name, bytes) in [(JOBS, jobs.as_slice()), (EMPTY, empty.as_slice()), (TEXT, b"no ukue file\n".as_slice())] {
+    for (name, bytes) in
+        [(JOBS, jobs.as_slice()), (EMPTY, empty.as_slice()), (TEXT, b"no ukue file\n".as_slice())]
+    {
         std::fs::write(dir.join(name), bytes).expect("laying out a fixture");
     }
 }
@@ -192,7 +207,9 @@ impl Snapshot {
         let rows = conn.as_ref().and_then(|c| read_rows(c).ok());
         let seq = conn
             .as_ref()
-            .and_then(|c| c.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'ukue_jobs'", [], |r| r.get(0)).ok())
+            .and_then(|c| {
+                c.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'ukue_jobs'", [], |r| r.get(0)).ok()
+            })
             .unwrap_or(0);
         Snapshot { bytes, rows, seq }
     }
@@ -325,7 +342,8 @@ fn same_rows(want: &[Row], got: &[Row], start: i64, end: i64) -> bool {
     };
     want.len() == got.len()
         && want.iter().zip(got).all(|(w, g)| {
-            let fixed = Row { run_at: g.run_at, created_at: g.created_at, updated_at: g.updated_at, ..w.clone() };
+            let fixed =
+                Row { run_at: g.run_at, created_at: g.created_at, updated_at: g.updated_at, ..w.clone() };
             fixed == *g && time(w.run_at, g.run_at) && time(w.created_at, g.created_at)
         })
 }

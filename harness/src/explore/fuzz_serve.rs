@@ -181,10 +181,29 @@ enum Payload {
 #[derive(Debug, Arbitrary)]
 enum Json {
     Empty,
-    Add { queue: Option<bool>, payload: Option<Payload>, priority: Option<i8>, max_attempts: Option<i8>, delay: Option<Span> },
-    Claim { queue: Option<bool>, lease: Option<Span> },
-    Held { claim: u8, forged: bool, error: Option<String>, dead: Option<bool>, retry_in: Option<Span>, lease: Option<Span> },
-    Bulk { state: Option<u8>, queue: Option<bool> },
+    Add {
+        queue: Option<bool>,
+        payload: Option<Payload>,
+        priority: Option<i8>,
+        max_attempts: Option<i8>,
+        delay: Option<Span>,
+    },
+    Claim {
+        queue: Option<bool>,
+        lease: Option<Span>,
+    },
+    Held {
+        claim: u8,
+        forged: bool,
+        error: Option<String>,
+        dead: Option<bool>,
+        retry_in: Option<Span>,
+        lease: Option<Span>,
+    },
+    Bulk {
+        state: Option<u8>,
+        queue: Option<bool>,
+    },
     /// Valid JSON with one thing wrong.
     Near(Box<Json>, Edit),
     /// Bytes as they come.
@@ -317,7 +336,8 @@ async fn run(dir: &Path, data: &[u8]) {
         let status = answer.status();
         let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX).await.expect("the answer's body");
         let context = || format!("the requests:\n  {}", calls.join("\n  "));
-        let body = check_answer(&request, status, &bytes).unwrap_or_else(|e| panic!("serve_requests: {e}\n{}", context()));
+        let body = check_answer(&request, status, &bytes)
+            .unwrap_or_else(|e| panic!("serve_requests: {e}\n{}", context()));
         let now = ukue::Clock::now_ms(&clock);
         expected
             .check(&request, &call, status, &body, &before, &reader, now)
@@ -560,7 +580,9 @@ impl Call {
         let path = uri.split('?').next().unwrap_or("").to_string();
         let endpoint = Endpoint::of(&path);
         let id_part = path.strip_prefix("/v1/jobs/").map(|rest| rest.split('/').next().unwrap_or(""));
-        let id = id_part.and_then(|t| t.parse::<i64>().ok()).filter(|n| *n >= 1 && id_part.is_some_and(|t| t.bytes().all(|b| b.is_ascii_digit())));
+        let id = id_part
+            .and_then(|t| t.parse::<i64>().ok())
+            .filter(|n| *n >= 1 && id_part.is_some_and(|t| t.bytes().all(|b| b.is_ascii_digit())));
         let bad_id = matches!(endpoint, Endpoint::Job | Endpoint::Held | Endpoint::Retry) && id.is_none();
         let empty_id = id_part == Some("");
         let mut headers = Vec::new();
@@ -577,7 +599,9 @@ impl Call {
         }
         match self.origin {
             OriginHeader::Absent => {}
-            OriginHeader::Same => headers.push((header::ORIGIN, format!("http://{}", host.clone().unwrap_or_default()))),
+            OriginHeader::Same => {
+                headers.push((header::ORIGIN, format!("http://{}", host.clone().unwrap_or_default())))
+            }
             OriginHeader::Other => headers.push((header::ORIGIN, "http://evil.example".to_string())),
         }
         let site = match self.site {
@@ -647,7 +671,10 @@ impl Json {
                     Some(Payload::Text(t)) => put("payload", Some(t.clone().into())),
                     Some(Payload::Base64(b)) => {
                         use base64::Engine;
-                        put("payload_base64", Some(base64::engine::general_purpose::STANDARD.encode(b).into()));
+                        put(
+                            "payload_base64",
+                            Some(base64::engine::general_purpose::STANDARD.encode(b).into()),
+                        );
                     }
                     Some(Payload::Both) => {
                         put("payload", Some("a".into()));
@@ -714,8 +741,9 @@ fn check_answer(sent: &Sent, status: StatusCode, bytes: &[u8]) -> Result<serde_j
         return Ok(serde_json::Value::Null);
     }
     let what = || format!("{} {} answered {status}", sent.method, sent.uri);
-    let body: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("{}: a body that is no JSON ({e}): {:?}", what(), String::from_utf8_lossy(bytes)))?;
+    let body: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        format!("{}: a body that is no JSON ({e}): {:?}", what(), String::from_utf8_lossy(bytes))
+    })?;
     if !body.is_object() {
         return Err(format!("{}: a body that is no JSON object: {body}", what()));
     }
@@ -821,7 +849,9 @@ impl Expect {
         if sent.empty_id {
             return match (400..500).contains(&code) {
                 true => Ok(()),
-                false => Err(format!("{what}; a path without its id is refused (http.id, http.unknown-path)")),
+                false => {
+                    Err(format!("{what}; a path without its id is refused (http.id, http.unknown-path)"))
+                }
             };
         }
         if let Some(allowed) = self.guard(sent) {
@@ -843,7 +873,8 @@ impl Expect {
             .ok()
         };
         let held_path = sent.endpoint == Endpoint::Held && !sent.bad_id && sent.token.is_some();
-        let well_held = held_path && matches!(call.body, Json::Held { .. }) && !matches!(call.verb, Verb::Head);
+        let well_held =
+            held_path && matches!(call.body, Json::Held { .. }) && !matches!(call.verb, Verb::Head);
         match (sent.endpoint, code) {
             (Endpoint::Held, 409) if well_held && before.holds => {
                 return Err(format!("{what}; the token holds the job (http.lease-lost)"));
@@ -869,7 +900,9 @@ impl Expect {
                 if let (Some(lease), Some(until)) = (lease, until) {
                     // Tenths of a second may come out a ms short as floats.
                     if (until - (now + lease)).abs() > 1 {
-                        return Err(format!("{what}; lease_until {until}, not now + {lease} ms (http.claim-lease)"));
+                        return Err(format!(
+                            "{what}; lease_until {until}, not now + {lease} ms (http.claim-lease)"
+                        ));
                     }
                 }
             }
@@ -884,7 +917,9 @@ impl Expect {
                     Some((state, _, _)) => want_done && state == "done",
                 };
                 if !ok {
-                    return Err(format!("{what}; the job is then {after:?} (keep_done {want_done}; http.ack)"));
+                    return Err(format!(
+                        "{what}; the job is then {after:?} (keep_done {want_done}; http.ack)"
+                    ));
                 }
             }
             if let (true, Json::Held { retry_in: Some(r), dead: None | Some(false), .. }) =
@@ -892,20 +927,29 @@ impl Expect {
             {
                 if let (Some(ms), Some((state, _, run_at))) = (r.ms(), &after) {
                     if state == "ready" && *run_at != now + ms.max(0) {
-                        return Err(format!("{what}; run_at {run_at}, not now + {} ms (http.fail)", ms.max(0)));
+                        return Err(format!(
+                            "{what}; run_at {run_at}, not now + {} ms (http.fail)",
+                            ms.max(0)
+                        ));
                     }
                 }
             }
         }
         if let (Endpoint::RetryAll, 200, Json::Bulk { .. }) = (sent.endpoint, code, &call.body) {
             if body["retried"].as_i64() != Some(before.dead) {
-                return Err(format!("{what}; {} dead jobs were there to retry (http.retry-all)", before.dead));
+                return Err(format!(
+                    "{what}; {} dead jobs were there to retry (http.retry-all)",
+                    before.dead
+                ));
             }
         }
         if let (Endpoint::Jobs, 200, Route::Jobs { query: None }) = (sent.endpoint, code, &call.route) {
             let listed = body["jobs"].as_array().map_or(0, Vec::len) as i64;
             if listed != before.jobs.min(100) {
-                return Err(format!("{what}; {} jobs, 100 at most, were there (http.list-limit)", before.jobs));
+                return Err(format!(
+                    "{what}; {} jobs, 100 at most, were there (http.list-limit)",
+                    before.jobs
+                ));
             }
         }
         Ok(())

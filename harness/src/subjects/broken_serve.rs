@@ -12,8 +12,8 @@ use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{from_fn, Next};
 use axum::response::Response;
-use ukue::cli::args::ServeArgs;
 use axum::Router;
+use ukue::cli::args::ServeArgs;
 use ukue::cli::serve::serve_with;
 use ukue::OpenOptions;
 

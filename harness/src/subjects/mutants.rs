@@ -100,7 +100,8 @@ const WHY_SHIFT: &str = "the shift's cap: from attempt 10 on the hour's cap (3,6
 const WHY_MAX0: &str = "a running job's attempts is at least 1 (take counts the attempt first), so max(attempts - 1, -1) is max(attempts - 1, 0)";
 const WHY_NARROW: &str = "the jitter's range narrowed: every run_at the mutant gives, the published backoff gives too (FORMAT.md §5.6 draws the jitter at random), so no run can tell it from the reference's luck";
 const WHY_RUNNING: &str = "a row holds a token only while it runs (§7 lease_only_while_running), so `token = :token` already implies `state = 'running'`";
-const WHY_TAKE: &str = "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
+const WHY_TAKE: &str =
+    "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
 const WHY_LEVELS: &str = "the levels come from more queues' priorities, but they are visited in descending order and a level is taken only when this queue has a due job at it: the same job";
 const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
 
@@ -207,7 +208,9 @@ const WHY_ROLLBACK: &str = "runs only when a step fails after it began to write,
 /// (`equivalent`, `unreached`), and why.
 pub fn set_aside(name: &str) -> Option<(&'static str, &'static str)> {
     let find = |list: &'static [(&'static str, &'static str)]| list.iter().find(|(n, _)| *n == name);
-    find(EQUIVALENT).map(|(_, why)| ("equivalent", *why)).or_else(|| find(UNREACHED).map(|(_, why)| ("unreached", *why)))
+    find(EQUIVALENT)
+        .map(|(_, why)| ("equivalent", *why))
+        .or_else(|| find(UNREACHED).map(|(_, why)| ("unreached", *why)))
 }
 
 /// Every mutant: the generated ones of every statement, then the
@@ -351,10 +354,13 @@ fn neighbours(op: &str) -> &'static [&'static str] {
     }
 }
 
+/// A span of a statement's text and what replaces it.
+type Cut = (usize, usize, String);
+
 /// Every mechanical mutant of one statement.
 pub fn generated(stmt: Stmt, sql: &str) -> Vec<Mutant> {
     let toks = tokens(sql);
-    let mut edits: Vec<(&str, Vec<(usize, usize, String)>)> = Vec::new();
+    let mut edits: Vec<(&str, Vec<Cut>)> = Vec::new();
     let assignments = set_clauses(sql, &toks);
     let assigning: Vec<usize> = assignments.iter().filter_map(|a| a.eq).collect();
     for (i, t) in toks.iter().enumerate() {
@@ -465,7 +471,7 @@ fn clause_end(sql: &str, toks: &[Token], from: usize, depth: usize, words: &[&st
 
 /// For each WHERE, the cuts that drop one of its conjuncts (with an AND
 /// beside it), or, for a WHERE of one, the cut that drops it whole.
-fn where_clauses(sql: &str, toks: &[Token]) -> Vec<Vec<(usize, usize, String)>> {
+fn where_clauses(sql: &str, toks: &[Token]) -> Vec<Vec<Cut>> {
     let stops = ["ORDER", "GROUP", "LIMIT", "RETURNING", "UNION"];
     let mut out = Vec::new();
     for (w, t) in toks.iter().enumerate().filter(|(_, t)| word(sql, t, "WHERE")) {
@@ -510,7 +516,7 @@ fn where_clauses(sql: &str, toks: &[Token]) -> Vec<Vec<(usize, usize, String)>> 
 }
 
 /// For each term of each ORDER BY, the cut that reverses its direction.
-fn order_terms(sql: &str, toks: &[Token]) -> Vec<(usize, usize, String)> {
+fn order_terms(sql: &str, toks: &[Token]) -> Vec<Cut> {
     let mut out = Vec::new();
     for (o, t) in toks.iter().enumerate() {
         if !(word(sql, t, "ORDER") && toks.get(o + 1).is_some_and(|b| word(sql, b, "BY"))) {

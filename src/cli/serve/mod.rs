@@ -113,7 +113,8 @@ fn build(options: OpenOptions, args: &ServeArgs, token: Option<String>, bound: S
     // With a token, the token is the guard, and any host name is answered
     // (as the published server does): a name of this machine in
     // /etc/hosts, a tunnel's.
-    let hosts = (is_loopback(&args.addr.host) && server.token.is_none()).then(|| guard::Hosts::loopback(bound));
+    let hosts =
+        (is_loopback(&args.addr.host) && server.token.is_none()).then(|| guard::Hosts::loopback(bound));
     Api { router: routes::router(server, hosts), stop }
 }
 
