@@ -96,13 +96,16 @@ for name in "${names[@]}"; do
   done
 done
 
-awk -F'\t' -v runs="$runs" '
-  { n[$1] += 0; if ($4 == "killed") { k[$1]++; t[++m] = $3 + 0 } }
+# The summary (plain awk: no gawk on every machine).
+times=$(awk -F'\t' '$4 == "killed" { print $3 }' "$table" | sort -n)
+kills=$(printf '%s\n' "$times" | grep -c . || true)
+median=$(printf '%s\n' "$times" | awk -v n="$kills" 'n { v[NR] = $1 } END { if (!n) print 0; else if (n % 2) print v[(n + 1) / 2]; else print (v[n / 2] + v[n / 2 + 1]) / 2 }')
+worst=$(printf '%s\n' "$times" | tail -1)
+awk -F'\t' -v runs="$runs" -v kills="$kills" -v median="$median" -v worst="${worst:-0}" '
+  { n[$1] += 0; if ($4 == "killed") k[$1]++ }
   END {
     for (x in n) { all++; if (k[x] == runs) every++; else if (k[x] > 0) some++; else none++ }
-    asort(t)
-    median = m ? (m % 2 ? t[(m + 1) / 2] : (t[m / 2] + t[m / 2 + 1]) / 2) : 0
-    printf "mutants %d, killed in %d of %d runs: %d, in some: %d, not killed: %d; seconds to kill: median %.1f, worst %.1f (%d kills)\n",
-      all, runs, runs, every, some + 0, none + 0, median, m ? t[m] : 0, m
+    printf "mutants %d, killed in %d of %d runs: %d, in some: %d, not killed: %d; seconds to kill: median %s, worst %s (%d kills)\n",
+      all, runs, runs, every + 0, some + 0, none + 0, median, worst, kills
     for (x in n) if (k[x] < runs) print "  not killed in every run: " x
   }' "$table"
