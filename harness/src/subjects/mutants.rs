@@ -103,7 +103,8 @@ const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns
 const WHY_SHIFT: &str = "the shift's cap: from attempt 10 on the hour's cap (3,600,000) holds, so a shift of at most 19, 20 or 21 gives the same backoff, and 10000 << 21 does not overflow";
 const WHY_MAX0: &str = "a running job's attempts is at least 1 (take counts the attempt first), so max(attempts - 1, -1) is max(attempts - 1, 0)";
 const WHY_NARROW: &str = "the jitter's range narrowed: every run_at the mutant gives, the published backoff gives too (FORMAT.md §5.6 draws the jitter at random), so no run can tell it from the reference's luck";
-const WHY_SAME_TENTH: &str = "the jitter's range from the hour's cap: 3600001 / 10 is 3600000 / 10 in whole numbers, the same range";
+const WHY_SAME_TENTH: &str =
+    "the jitter's range from the hour's cap: 3600001 / 10 is 3600000 / 10 in whole numbers, the same range";
 const WHY_RUNNING: &str = "a row holds a token only while it runs (§7 lease_only_while_running), so `token = :token` already implies `state = 'running'`";
 const WHY_TAKE: &str =
     "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
