@@ -532,6 +532,17 @@ pub enum ModelCommand {
     /// Run the cases against several implementations (or read their saved
     /// reports) and show the verdicts side by side, the differences first
     Compare(Box<CompareArgs>),
+    /// List the mutants of FORMAT.md's statements that `UKUE_BROKEN=NAME`
+    /// runs (fuzz/time-to-bug.sh): NAME, what it is, and what it changes
+    Mutants(MutantsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MutantsArgs {
+    /// Also replay these ops_vs_model inputs (a folder, fixtures/fuzz/ops_vs_model)
+    /// against each mutant, and print the first that kills it, or `-`
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -598,6 +609,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Merge(_) => ("merge", None),
         ModelCommand::Coverage(_) => ("coverage", None),
         ModelCommand::Compare(_) => ("compare", None),
+        ModelCommand::Mutants(_) => ("mutants", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -612,7 +624,62 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
         ModelCommand::Compare(args) => compare::compare(*args),
+        ModelCommand::Mutants(args) => print_mutants(args),
     }
+}
+
+/// One line a mutant, tab-separated: its name; `generated`, `hand-made`,
+/// or `equivalent` or `unreached` with the reason
+/// (crate::subjects::mutants); what it changes. Then the step bugs of
+/// ukue-broken, as `bug`, its broken servers (`serve-bug`) and its
+/// command-line bugs (`cli-bug`). With `--corpus`, a fourth column: the first
+/// input of the folder that kills the mutant, or `-`.
+fn print_mutants(args: MutantsArgs) -> u8 {
+    use crate::explore::fuzzing::first_kill;
+    use crate::subjects::{broken, mutants};
+    let seeds = match &args.corpus {
+        None => None,
+        Some(dir) => match crate::explore::fuzzing::corpus(dir) {
+            Ok(seeds) => Some(seeds),
+            Err(e) => {
+                eprintln!("ukue-conformance mutants: {e}");
+                return exit::USAGE;
+            }
+        },
+    };
+    let killer = |spec: std::sync::Arc<ukue::Spec>| match &seeds {
+        None => String::new(),
+        Some(seeds) => {
+            let found = first_kill(&Target::InMemory(spec), seeds);
+            format!("\t{}", found.map_or("-".to_string(), |i| seeds[i].0.display().to_string()))
+        }
+    };
+    for mutant in mutants::all() {
+        let kind = if let Some((list, why)) = mutants::set_aside(&mutant.name) {
+            format!("{list}: {why}")
+        } else if mutant.name.contains("/hand-") {
+            "hand-made".to_string()
+        } else {
+            "generated".to_string()
+        };
+        let killed = killer(mutant.spec());
+        println!("{}\t{kind}\t{}{killed}", mutant.name, mutant.what.replace(['\t', '\n'], " "));
+    }
+    for name in broken::STEP_BUGS {
+        let Some(bug) = broken::bug(name) else { continue };
+        let killed = match broken::spec(bug) {
+            Ok(spec) => killer(spec),
+            Err(e) => format!("\t{e}"),
+        };
+        println!("{name}\tbug\t{}{killed}", bug.what);
+    }
+    for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
+        println!("{}\tserve-bug\t{}", bug.name, bug.what);
+    }
+    for bug in broken::CLI_BUGS {
+        println!("{}\tcli-bug\t{}", bug.name, bug.what);
+    }
+    exit::OK
 }
 
 fn model(args: ModelArgs, target: Target) -> u8 {

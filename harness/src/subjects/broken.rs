@@ -7,7 +7,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -475,7 +474,7 @@ pub enum CliEdit {
     /// How a command line that cannot be read ends, in place of clap's
     /// message and exit status 2 (clap's `--help` and `--version` come
     /// here too).
-    Unreadable(fn(clap::Error) -> ExitCode),
+    Unreadable(fn(clap::Error) -> u8),
 }
 
 pub const CLI_BUGS: &[CliBug] = &[
@@ -507,7 +506,7 @@ pub const CLI_BUGS: &[CliBug] = &[
         what: "exit.usage: a command line that cannot be read exits with status 1, as an error does",
         edit: CliEdit::Unreadable(|e| {
             let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 1 } else { 0 })
+            u8::from(e.use_stderr())
         }),
     },
     CliBug {
@@ -518,7 +517,7 @@ pub const CLI_BUGS: &[CliBug] = &[
             if e.use_stderr() {
                 let _ = e.print();
             }
-            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+            u8::try_from(e.exit_code()).unwrap_or(2)
         }),
     },
     CliBug {
@@ -836,7 +835,7 @@ pub const CLI_BUGS: &[CliBug] = &[
     },
     CliBug {
         name: "stdin-add-default-options",
-        what: "add.priority, add.attempts: an add that reads its payload from stdin takes the default priority and attempts, whatever --priority and --attempts say",
+        what: "add.priority: an add that reads its payload from stdin takes the default priority and attempts, whatever --priority and --attempts say",
         edit: CliEdit::Args(|cmd| {
             if let Cmd::Add(args) = cmd {
                 if args.payload.as_deref().is_none_or(|p| p == "-") {
@@ -1039,6 +1038,31 @@ pub fn names() -> String {
         .chain(CLI_BUGS.iter().map(|b| b.name))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The FORMAT.md that `UKUE_BROKEN=name` runs: a bug's
+/// ([`spec`]), or a generated or hand-made mutant's
+/// (crate::subjects::mutants, named `STATEMENT/KIND-N`).
+pub fn spec_named(name: &str) -> Result<Arc<Spec>, String> {
+    if let Some(mutant) = super::mutants::named(name) {
+        return Ok(mutant.spec());
+    }
+    match bug(name) {
+        Some(bug) => spec(bug),
+        None => Err(format!(
+            "UKUE_BROKEN={name} is none of {} (nor a mutant: ukue-conformance mutants lists them)",
+            names()
+        )),
+    }
+}
+
+/// The FORMAT.md that `UKUE_BROKEN` names ([`spec_named`]), or the
+/// builtin one when it is unset or empty.
+pub fn spec_from_env() -> Result<Arc<Spec>, String> {
+    match std::env::var("UKUE_BROKEN") {
+        Ok(name) if !name.is_empty() => spec_named(&name),
+        _ => Ok(Spec::builtin()),
+    }
 }
 
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is
