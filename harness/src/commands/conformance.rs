@@ -40,6 +40,9 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// How long one case may take, unless `--case-timeout` says.
+const DEFAULT_CASE_TIMEOUT: &str = "120s";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -88,7 +91,7 @@ pub struct ConformanceArgs {
     #[arg(long, default_value = "2")]
     pub jobs: usize,
     /// How long one case may take
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = DEFAULT_CASE_TIMEOUT, value_parser = parse_duration)]
     pub case_timeout: Duration,
     /// Workers the crash cases kill, shared out among them (more kills
     /// make each case longer: raise --case-timeout with them)
@@ -98,6 +101,15 @@ pub struct ConformanceArgs {
     /// many sequences as fit, at least one
     #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
     pub generate_for: Duration,
+    /// Jobs in the large file of every scale case (default: each case's
+    /// own, 100,000 or 1,000,000), for a release check
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10_000..=100_000_000))]
+    pub scale_rows: Option<u64>,
+    /// Worker processes, and as many producers, in each concurrency,
+    /// interop and crash case (default: each case's own, 3 or 4), for a
+    /// release check; raise --case-timeout with it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub processes: Option<u64>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Also write a JUnit XML report here
@@ -267,6 +279,15 @@ fn replay_prefix(args: &ConformanceArgs, implementation: &Path, subjects: &Subje
     if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
+    if let Some(rows) = args.scale_rows {
+        line.push_str(&format!(" --scale-rows {rows}"));
+    }
+    if let Some(n) = args.processes {
+        line.push_str(&format!(" --processes {n}"));
+    }
+    if parse_duration(DEFAULT_CASE_TIMEOUT).is_ok_and(|default| args.case_timeout != default) {
+        line.push_str(&format!(" --case-timeout {}ms", args.case_timeout.as_millis()));
+    }
     line
 }
 
@@ -362,6 +383,8 @@ pub fn run(mut args: ConformanceArgs) -> Result<u8> {
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
         generate_for: args.generate_for,
+        scale_rows: args.scale_rows,
+        processes: args.processes.map(|n| n as usize),
         strict: args.strict,
         fail_fast: args.shard.fail_fast,
         iteration: None,

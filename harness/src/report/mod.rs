@@ -13,6 +13,7 @@ mod human;
 mod json;
 mod junit;
 pub mod merge;
+pub mod scale;
 mod svg;
 pub mod timeline;
 

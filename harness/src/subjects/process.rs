@@ -48,7 +48,7 @@ impl Procs {
         let child = cmd.spawn()?;
         let pid = child.id() as i32;
         self.groups.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
-        Ok(Spawned { child, pid })
+        Ok(Spawned { child, pid, reaped: false })
     }
 
     /// Kills every group this case started and every marked process. A
@@ -111,6 +111,9 @@ fn sweep(marker: &str) {
 pub struct Spawned {
     pub child: Child,
     pid: i32,
+    /// Reaped by [`Spawned::wait_with_cpu`], behind the std `Child`'s back:
+    /// its pid may be another process's by now.
+    reaped: bool,
 }
 
 impl Spawned {
@@ -132,6 +135,52 @@ impl Spawned {
     pub fn wait_timeout(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
         wait_timeout(&mut self.child, limit)
     }
+
+    /// Waits for the process to end, up to `limit`, and reaps it with the
+    /// CPU time it spent (user and system, with the children it waited
+    /// for; crate::subjects::observe::cpu).
+    pub fn wait_with_cpu(&mut self, limit: Duration) -> io::Result<Option<(ExitStatus, Duration)>> {
+        let deadline = Instant::now() + limit;
+        // Not reaped yet (only this reaps it), so the pid is still this child's.
+        let exit = ExitFd::open(self.child.id());
+        loop {
+            if let Some(ended) = reap_with_cpu(self.pid)? {
+                self.reaped = true;
+                return Ok(Some(ended));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            match &exit {
+                Some(fd) => fd.wait(left),
+                None => std::thread::sleep(left.min(Duration::from_millis(10))),
+            }
+        }
+    }
+}
+
+/// `wait4(pid, WNOHANG)`: the exit status and CPU time of `pid` once it has
+/// ended, None while it runs.
+fn reap_with_cpu(pid: i32) -> io::Result<Option<(ExitStatus, Duration)>> {
+    use nix::libc;
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the length of the call.
+    let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+    if reaped < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(None) } else { Err(e) };
+    }
+    if reaped == 0 {
+        return Ok(None);
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok(Some((ExitStatus::from_raw(status), time(usage.ru_utime) + time(usage.ru_stime))))
 }
 
 /// Waits for `child` to end, up to `limit`: woken by its exit (a pidfd,
@@ -194,6 +243,9 @@ impl ExitFd {
 
 impl Drop for Spawned {
     fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
         if let Ok(None) = self.child.try_wait() {
             let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             let _ = self.child.wait();
