@@ -8,6 +8,8 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use super::thousands;
+
 /// What a scale case measured (crate::cases::scale).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scaling {
@@ -58,8 +60,8 @@ impl Scaling {
         };
         format!(
             "{} → {} jobs: {} → {} ms ({}), ×{:.1}{noise} (bound ×{}){}",
-            rows(self.small_rows),
-            rows(self.large_rows),
+            thousands(self.small_rows),
+            thousands(self.large_rows),
             ms(self.small_ms),
             ms(self.large_ms),
             self.unit,
@@ -68,19 +70,6 @@ impl Scaling {
             if self.passes() { "" } else { ": it grows" }
         )
     }
-}
-
-/// `1,000,000`.
-pub fn rows(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A cost in ms with three significant digits or so.
@@ -220,7 +209,7 @@ pub fn chart(id: &str, s: &Scaling) -> String {
             "<circle class=\"median\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\"><title>median of {} jobs: {} ms</title></circle>",
             x(rows_at),
             y(value),
-            rows(rows_at),
+            thousands(rows_at),
             ms(value)
         );
     }
@@ -274,7 +263,7 @@ mod tests {
         );
         let grows = scaling(1.5, 60.0);
         assert!(grows.line().ends_with("×40.0 (bound ×3): it grows"), "{}", grows.line());
-        assert_eq!(rows(1_000_000), "1,000,000");
+        assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(short_rows(100_000), "100k");
     }
 

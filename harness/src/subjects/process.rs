@@ -140,23 +140,10 @@ impl Spawned {
     /// CPU time it spent (user and system, with the children it waited
     /// for; crate::subjects::observe::cpu).
     pub fn wait_with_cpu(&mut self, limit: Duration) -> io::Result<Option<(ExitStatus, Duration)>> {
-        let deadline = Instant::now() + limit;
-        // Not reaped yet (only this reaps it), so the pid is still this child's.
-        let exit = ExitFd::open(self.child.id());
-        loop {
-            if let Some(ended) = reap_with_cpu(self.pid)? {
-                self.reaped = true;
-                return Ok(Some(ended));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            match &exit {
-                Some(fd) => fd.wait(left),
-                None => std::thread::sleep(left.min(Duration::from_millis(10))),
-            }
-        }
+        let pid = self.pid;
+        let ended = wait_for_exit(pid as u32, limit, || reap_with_cpu(pid))?;
+        self.reaped = ended.is_some();
+        Ok(ended)
     }
 }
 
@@ -187,16 +174,27 @@ fn reap_with_cpu(pid: i32) -> io::Result<Option<(ExitStatus, Duration)>> {
 /// Linux 5.3 on), not by a poll, so a command of 15 ms is not reported
 /// done up to 10 ms late; where there is no pidfd, polls every 10 ms.
 pub fn wait_timeout(child: &mut Child, limit: Duration) -> io::Result<Option<ExitStatus>> {
+    let pid = child.id();
+    wait_for_exit(pid, limit, || child.try_wait())
+}
+
+/// Asks `ended` (a reap that does not block) until it has the ended
+/// process `pid`, up to `limit`, woken by the exit itself.
+fn wait_for_exit<T>(
+    pid: u32,
+    limit: Duration,
+    mut ended: impl FnMut() -> io::Result<Option<T>>,
+) -> io::Result<Option<T>> {
     let deadline = Instant::now() + limit;
-    if let Some(status) = child.try_wait()? {
-        return Ok(Some(status));
+    if let Some(done) = ended()? {
+        return Ok(Some(done));
     }
-    // Not reaped yet (try_wait found it running, and only we reap it), so
+    // Not reaped yet (`ended` found it running, and only we reap it), so
     // the pid is still this child's.
-    let exit = ExitFd::open(child.id());
+    let exit = ExitFd::open(pid);
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+        if let Some(done) = ended()? {
+            return Ok(Some(done));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -19,7 +19,7 @@ pub mod verdict;
 use std::path::Path;
 
 use crate::cases::{Case, CaseResult, Failure, Level, Needs};
-use crate::report::scale::rows;
+use crate::report::thousands;
 use crate::subjects::ctx::Ctx;
 
 use files::Rows;
@@ -239,8 +239,8 @@ fn measure(ctx: &mut Ctx, plan: Plan) -> CaseResult {
             "{} to cost at most ×{} as much with {} jobs as with {} (a step through an index costs about the same; a scan of the file grows with it)",
             plan.step,
             scaling.bound,
-            rows(scaling.large_rows),
-            rows(scaling.small_rows)
+            thousands(scaling.large_rows),
+            thousands(scaling.small_rows)
         ),
         scaling.line(),
     ))

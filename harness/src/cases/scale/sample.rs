@@ -30,9 +30,12 @@ pub const ROUNDS: usize = 7;
 /// than its step costs.
 pub const ONE_SHOT_ROUNDS: usize = 15;
 /// An idle worker's window.
-pub const WINDOW: Duration = Duration::from_millis(150);
-/// How often an idle worker looks: some thirty looks a window.
-pub const POLL: &str = "5ms";
+pub const WINDOW: Duration = Duration::from_millis(200);
+/// How often an idle worker looks: ten looks a window. Long beside a look
+/// through an index, so that a look that walks the file still fits
+/// between two: a worker busy all the window would get only the CPU the
+/// machine spared it, and show that, not what its looks cost.
+pub const POLL: &str = "20ms";
 /// Due jobs a worker runs in one sample.
 pub const DUE: usize = 8;
 /// Requests to a server in one sample.
