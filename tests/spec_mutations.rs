@@ -321,8 +321,16 @@ fn delayed_not_early(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.job(soon)?.run_at, T0 + 500, "a delayed job's run_at");
     ensure_eq!(f.claim_some("q")?.id, due, "the due job goes before a delayed one");
     ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim before run_at");
+    // A lease of another queue runs out: the claim goes past its look to
+    // reap it, and still tells the queue's next run_at.
+    f.add(NewJob::new("x", b"x".to_vec()))?;
+    f.claim("x", ms(100))?.ok_or("nothing claimed in x")?;
     f.set(T0 + 499);
-    ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim at run_at - 1");
+    ensure_eq!(
+        f.claim_next("q")?,
+        Claim::Empty { next_due: Some(T0 + 500) },
+        "claim at run_at - 1, reaping another queue's lease"
+    );
     f.set(T0 + 500);
     ensure_eq!(f.claim_some("q")?.id, soon, "claim at run_at");
     f.done()
@@ -870,6 +878,10 @@ fn mutations_of_the_claim_are_caught() {
             "WHERE queue = :queue AND state = 'ready' AND priority = level.priority",
             "WHERE state = 'ready' AND priority = level.priority",
         ),
+        // A look that finds too little is caught; one that finds too much
+        // only claims when it need not, which the claim then finds out.
+        m(Stmt::Look, "ORDER BY run_at LIMIT 1", "ORDER BY run_at DESC LIMIT 1"),
+        m(Stmt::Look, "coalesce(lease_until, 0)", "lease_until + 1"),
         m(Stmt::NextRunAt, "ORDER BY run_at", "ORDER BY run_at DESC"),
         m(Stmt::NextRunAt, "state = 'ready'", "state != 'dead'"),
         m(Stmt::Take, "attempts = attempts + 1", "attempts = attempts"),

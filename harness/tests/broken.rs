@@ -128,6 +128,17 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("delete-first-only", "differential/commands"),
     ("stats-without-finished-queues", "differential/commands"),
     ("priority-clamped", "differential/commands"),
+    // The cost of the steps (scale/*, `should` cases): each of these keeps
+    // every rule and only gets slower as the file grows.
+    ("no-indexes", "scale/empty-claim"),
+    ("no-indexes", "scale/claim-delayed-lower"),
+    ("no-indexes", "scale/claim-done-dead"),
+    ("no-indexes", "scale/http-empty-claim"),
+    ("pick-without-index", "scale/claim-delayed-higher"),
+    ("pick-without-index", "scale/http-claim"),
+    ("reap-walks-running", "scale/claim-running"),
+    ("add-counts-queue", "scale/add"),
+    ("list-walks-from-start", "scale/list-deep"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

@@ -442,9 +442,15 @@ pub const BUGS: &[Bug] = &[
     },
     Bug {
         name: "reap-walks-running",
-        what: "a claim's reap does not name the `leases` index, so that SQLite walks every running job in the \
-               `state` index to find the expired leases (as the published command's reap does)",
+        what: "a worker's look for expired leases, and the claim's reap, walk every running job (in the `state` \
+               index, as SQLite's planner picks without `INDEXED BY`), as the published command's do",
         edits: &[
+            (
+                Stmt::Look,
+                "(SELECT coalesce(lease_until, 0) FROM ukue_jobs INDEXED BY ukue_jobs_leases\n        \
+                 WHERE state = 'running' ORDER BY lease_until LIMIT 1)",
+                "(SELECT min(coalesce(lease_until, 0)) FROM ukue_jobs WHERE state = 'running')",
+            ),
             (Stmt::ExpireUnleased, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
             (Stmt::ReapDead, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
             (Stmt::ReapReady, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
