@@ -323,8 +323,16 @@ fn delayed_not_early(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.job(soon)?.run_at, T0 + 500, "a delayed job's run_at");
     ensure_eq!(f.claim_some("q")?.id, due, "the due job goes before a delayed one");
     ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim before run_at");
+    // A lease of another queue runs out: the claim goes past its look to
+    // reap it, and still tells the queue's next run_at.
+    f.add(NewJob::new("x", b"x".to_vec()))?;
+    f.claim("x", ms(100))?.ok_or("nothing claimed in x")?;
     f.set(T0 + 499);
-    ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim at run_at - 1");
+    ensure_eq!(
+        f.claim_next("q")?,
+        Claim::Empty { next_due: Some(T0 + 500) },
+        "claim at run_at - 1, reaping another queue's lease"
+    );
     f.set(T0 + 500);
     ensure_eq!(f.claim_some("q")?.id, soon, "claim at run_at");
     f.done()

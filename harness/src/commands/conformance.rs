@@ -42,6 +42,9 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// How long one case may take, unless `--case-timeout` says.
+const DEFAULT_CASE_TIMEOUT: &str = "120s";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -115,7 +118,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "2")]
     pub jobs: usize,
     /// How long one case may take
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = DEFAULT_CASE_TIMEOUT, value_parser = parse_duration)]
     pub case_timeout: Duration,
     /// Workers the crash cases kill, shared out among them (more kills
     /// make each case longer: raise --case-timeout with them)
@@ -125,6 +128,15 @@ pub struct RunArgs {
     /// many sequences as fit, at least one
     #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
     pub generate_for: Duration,
+    /// Jobs in the large file of every scale case (default: each case's
+    /// own, 100,000 or 1,000,000), for a release check
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10_000..=100_000_000))]
+    pub scale_rows: Option<u64>,
+    /// Worker processes, and as many producers, in each concurrency,
+    /// interop and crash case (default: each case's own, 3 or 4), for a
+    /// release check; raise --case-timeout with it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub processes: Option<u64>,
     /// Keep the work directory of each case that did not pass
     #[arg(long)]
     pub keep: bool,
@@ -296,6 +308,15 @@ fn replay_prefix(args: &RunArgs, implementation: &Path, subjects: &Subjects, see
     if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
+    if let Some(rows) = args.scale_rows {
+        line.push_str(&format!(" --scale-rows {rows}"));
+    }
+    if let Some(n) = args.processes {
+        line.push_str(&format!(" --processes {n}"));
+    }
+    if parse_duration(DEFAULT_CASE_TIMEOUT).is_ok_and(|default| args.case_timeout != default) {
+        line.push_str(&format!(" --case-timeout {}ms", args.case_timeout.as_millis()));
+    }
     line
 }
 
@@ -457,6 +478,8 @@ pub fn run_suite(
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
         generate_for: args.generate_for,
+        scale_rows: args.scale_rows,
+        processes: args.processes.map(|n| n as usize),
         strict: args.strict,
         fail_fast: shard.fail_fast,
         iteration: None,

@@ -412,6 +412,70 @@ pub const BUGS: &[Bug] = &[
         replaced: &[],
         serve: SOUND,
     },
+    // The cost of the steps (the scale cases): each keeps every rule of
+    // FORMAT.md and gets slower as the file grows.
+    Bug {
+        name: "no-indexes",
+        what: "init makes the tables without the four indexes (legal: other programs need not make them), so that \
+               every claim walks the table",
+        edits: &[],
+        replaced: &[
+            (Stmt::CreateIndexDue, NOTHING),
+            (Stmt::CreateIndexNext, NOTHING),
+            (Stmt::CreateIndexLeases, NOTHING),
+            (Stmt::CreateIndexState, NOTHING),
+        ],
+        serve: SOUND,
+    },
+    Bug {
+        name: "pick-without-index",
+        what: "a claim picks its job by sorting every due job of the table (NOT INDEXED), not by seeking the `due` \
+               index at each priority",
+        edits: &[],
+        replaced: &[(
+            Stmt::Pick,
+            "SELECT id FROM ukue_jobs NOT INDEXED WHERE queue = :queue AND state = 'ready' AND run_at <= :now \
+             ORDER BY priority DESC, run_at, id LIMIT 1",
+        )],
+        serve: SOUND,
+    },
+    Bug {
+        name: "reap-walks-running",
+        what: "a worker's look for expired leases, and the claim's reap, walk every running job (in the `state` \
+               index, as SQLite's planner picks without `INDEXED BY`), as the published command's do",
+        edits: &[
+            (
+                Stmt::Look,
+                "(SELECT coalesce(lease_until, 0) FROM ukue_jobs INDEXED BY ukue_jobs_leases\n        \
+                 WHERE state = 'running' ORDER BY lease_until LIMIT 1)",
+                "(SELECT min(coalesce(lease_until, 0)) FROM ukue_jobs WHERE state = 'running')",
+            ),
+            (Stmt::ExpireUnleased, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+            (Stmt::ReapDead, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+            (Stmt::ReapReady, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "add-counts-queue",
+        what: "an add first counts the jobs of its queue (as a cap on a queue's length would), walking them all",
+        edits: &[(
+            Stmt::Add,
+            "VALUES (:queue, :payload, :priority, :max_attempts, :run_at, :now, :now)",
+            "SELECT :queue, :payload, :priority, :max_attempts, :run_at, :now, :now \
+             WHERE (SELECT count(*) FROM ukue_jobs WHERE queue = :queue) < 1000000000",
+        )],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "list-walks-from-start",
+        what: "list --after N walks the jobs from the first id to N (`+id`: no seek in the table)",
+        edits: &[(Stmt::List, "WHERE id > :after", "WHERE +id > :after")],
+        replaced: &[],
+        serve: SOUND,
+    },
     Bug {
         name: "claim-64k-payload",
         what: "a claim hands out only the first 64 KiB of a job's payload (to work's command and over HTTP)",
