@@ -183,6 +183,19 @@ shown_tuple!(A, B, C, D, E, F, G, H);
 shown_tuple!(A, B, C, D, E, F, G, H, I);
 shown_tuple!(A, B, C, D, E, F, G, H, I, J);
 
+/// 1234567 as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -429,7 +429,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// 12345.6 as `12,346`.
 fn thousands(value: f64) -> String {
-    crate::report::thousands(value.max(0.0).round() as u64)
+    crate::shown::thousands(value.max(0.0).round() as u64)
 }
 
 impl Machine {

@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 use clap::Parser;
 use ukue::cli::args::{Cli, Cmd};
 
-use crate::commands::broken::{read_edited, run_edited};
 use crate::subjects::broken::{self, CliEdit};
+use crate::subjects::broken_cli::{read_edited, run_edited};
 use crate::subjects::observe::file::{read_rows, Row};
 
 /// The fixtures a FILE argument can name.

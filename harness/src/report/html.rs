@@ -13,11 +13,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::scale::{self, Scaling};
+use super::scale;
 use super::svg::{self, end_class, View};
 use super::timeline::{RunEnd, Timeline};
 use super::{by_family, not_passed, tally, CaseReport, FamilyRow, RunInfo, Status};
 use crate::spec::{self, coverage};
+use crate::subjects::observe::scaling::Scaling;
 
 /// Escapes text for HTML (and attribute values).
 pub fn esc(text: &str) -> String {

@@ -32,19 +32,6 @@ pub trait Reporter: Send {
     fn end(&mut self, _reports: &[CaseReport], _elapsed: std::time::Duration) {}
 }
 
-/// 1234567 as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Counts per status, in a fixed order.
 pub fn counts(reports: &[CaseReport]) -> Vec<(&'static str, usize)> {
     use Status::*;

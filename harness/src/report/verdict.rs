@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::scale::Scaling;
 use super::timeline::Timeline;
 use crate::cases::Level;
+use crate::subjects::observe::scaling::Scaling;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use super::observe::scaling::Scaling;
 use super::observe::strace::printed_id;
 use super::process::{Procs, Spawned};
 use super::{Subject, Subjects};
 use crate::history::{History, WorkerEvents};
-use crate::report::scale::Scaling;
 use crate::subjects::Failure;
 
 /// How long one command of a subject may take before the case fails.

@@ -34,6 +34,7 @@
 //! [`ReferenceDriver`]: crate::subjects::driver::ReferenceDriver
 
 pub mod broken;
+pub mod broken_cli;
 pub mod broken_serve;
 pub mod ctx;
 pub mod driver;

@@ -19,7 +19,7 @@ pub mod verdict;
 use std::path::Path;
 
 use crate::cases::{Case, CaseResult, Level, Needs};
-use crate::report::thousands;
+use crate::shown::thousands;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::Failure;
 

@@ -3,7 +3,7 @@
 //! the bound.
 
 use super::sample::{Files, Samples};
-use crate::report::scale::Scaling;
+use crate::subjects::observe::scaling::Scaling;
 
 /// The largest growth of a step's cost, from the small file to the large
 /// one, that passes. spec/CONFORMANCE.md ("Scale") gives the measurements

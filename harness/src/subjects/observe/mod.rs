@@ -2,10 +2,12 @@
 //! program sees it ([`file`](mod@file)), and its system calls, through strace: the
 //! one reader of a trace ([`strace`], which also knows what an
 //! acknowledged add looks like), a trace turned into a recording of
-//! what reached a ukue file's bytes ([`recording`]), and the CPU time a
-//! process spends ([`cpu`]).
+//! what reached a ukue file's bytes ([`recording`]), the CPU time a
+//! process spends ([`cpu`]), and a step's cost on a small and a large
+//! file ([`scaling`]).
 
 pub mod cpu;
 pub mod file;
 pub mod recording;
+pub mod scaling;
 pub mod strace;
