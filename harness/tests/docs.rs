@@ -22,7 +22,6 @@
 
 mod support;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -190,9 +189,8 @@ fn every_runnable_block_of_the_docs_runs() {
     tools.sort();
     tools.dedup();
     let missing: Vec<&str> = tools.into_iter().filter(|tool| !have(tool)).collect();
-    let (to_run, skipped): (Vec<(usize, &Block)>, Vec<(usize, &Block)>) = runnable
-        .iter()
-        .map(|block| *block)
+    let (to_run, skipped): (Vec<_>, Vec<_>) = runnable
+        .into_iter()
         .enumerate()
         .partition(|(_, block)| needs(&block.body).iter().all(|tool| !missing.contains(tool)));
     for (_, block) in &skipped {
@@ -200,11 +198,13 @@ fn every_runnable_block_of_the_docs_runs() {
     }
     let failures: Vec<String> =
         each_in_parallel(&to_run, THREADS, |(i, block)| run(block, &bin, *i)).into_iter().flatten().collect();
-    let mut message = String::new();
-    for failure in &failures {
-        let _ = writeln!(message, "{failure}");
-    }
-    assert!(failures.is_empty(), "{} of {} runnable blocks failed:\n{message}", failures.len(), to_run.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} runnable blocks failed:\n{}",
+        failures.len(),
+        to_run.len(),
+        failures.join("\n")
+    );
 }
 
 /// A heading's anchor, as GitHub makes it: lower case, punctuation but
