@@ -144,6 +144,16 @@ impl Ukue {
         validate::lease(lease)?;
         let now = self.now();
         let lease = within_range(now, lease)?;
+        // A look without the write lock first (FORMAT.md §5.4), so that idle
+        // workers do not hold up the programs that add jobs.
+        let (next, lease_ends): (Option<Millis>, Option<Millis>) = self
+            .conn
+            .prepare_cached(self.sql(Stmt::Look))?
+            .query_row(named_params! {":queue": queue}, |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let due = |at: Option<Millis>| at.is_some_and(|at| at <= now);
+        if !due(next) && !due(lease_ends) {
+            return Ok(Claim::Empty { next_due: next });
+        }
         let token = token::new()?;
         self.write(|conn, spec| {
             conn.prepare_cached(spec.sql(Stmt::ExpireUnleased))?.execute(named_params! {":now": now})?;

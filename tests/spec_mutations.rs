@@ -5,6 +5,8 @@
 //! statement's text below must make some check fail.
 
 mod common;
+#[path = "common/mutations.rs"]
+mod mutations;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use common::{check_invariants, check_invariants_of, create_with, ms, TempPath, T
 use rusqlite::Connection;
 use ukue::{
     Access, Claim, Claimed, Error, Failed, Job, JobId, ListFilter, ListState, ManualClock, Millis, NewJob,
-    QueueStats, Retry, Spec, State, Stmt, Ukue,
+    QueueStats, Retry, Spec, State, Ukue,
 };
 
 type Check = Result<(), String>;
@@ -321,8 +323,16 @@ fn delayed_not_early(spec: &Arc<Spec>) -> Check {
     ensure_eq!(f.job(soon)?.run_at, T0 + 500, "a delayed job's run_at");
     ensure_eq!(f.claim_some("q")?.id, due, "the due job goes before a delayed one");
     ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim before run_at");
+    // A lease of another queue runs out: the claim goes past its look to
+    // reap it, and still tells the queue's next run_at.
+    f.add(NewJob::new("x", b"x".to_vec()))?;
+    f.claim("x", ms(100))?.ok_or("nothing claimed in x")?;
     f.set(T0 + 499);
-    ensure_eq!(f.claim_next("q")?, Claim::Empty { next_due: Some(T0 + 500) }, "claim at run_at - 1");
+    ensure_eq!(
+        f.claim_next("q")?,
+        Claim::Empty { next_due: Some(T0 + 500) },
+        "claim at run_at - 1, reaping another queue's lease"
+    );
     f.set(T0 + 500);
     ensure_eq!(f.claim_some("q")?.id, soon, "claim at run_at");
     f.done()
@@ -813,38 +823,16 @@ fn the_builtin_spec_passes_the_suite() {
 
 // ---------------------------------------------------------------- mutations
 
-/// One textual edit of one statement: the first `count` occurrences of
-/// `from` become `to`.
-struct Mutation<'a> {
-    stmt: Stmt,
-    from: &'a str,
-    to: &'a str,
-    count: usize,
-}
-
-const fn m<'a>(stmt: Stmt, from: &'a str, to: &'a str) -> Mutation<'a> {
-    Mutation { stmt, from, to, count: 1 }
-}
-
-const fn m_all<'a>(stmt: Stmt, from: &'a str, to: &'a str) -> Mutation<'a> {
-    Mutation { stmt, from, to, count: usize::MAX }
-}
-
-/// Every mutation must fail the suite; reports which check caught each.
-fn assert_all_caught(mutations: &[Mutation]) {
+/// Every hand-made mutation of `group` (tests/spec_mutations.txt) must
+/// fail the suite; reports which check caught each.
+fn assert_all_caught(group: &str) {
     let builtin = Spec::builtin();
+    let mutations = mutations::hand_made(mutations::HAND_MADE, &builtin).unwrap_or_else(|e| panic!("{e}"));
+    let mutations: Vec<_> = mutations.into_iter().filter(|m| m.group == group).collect();
+    assert!(mutations.len() >= 10, "too few mutations in [{group}]: {}", mutations.len());
     let mut survivors = Vec::new();
-    for (i, mutation) in mutations.iter().enumerate() {
-        let original = builtin.sql(mutation.stmt);
-        let text = original.replacen(mutation.from, mutation.to, mutation.count);
-        assert_ne!(
-            text,
-            original,
-            "mutation {i} of `{}` ({:?} -> {:?}) no longer applies to FORMAT.md",
-            mutation.stmt.name(),
-            mutation.from,
-            mutation.to
-        );
+    for mutation in &mutations {
+        let text = mutation.apply(&builtin).unwrap_or_else(|e| panic!("{e}"));
         let label = format!("`{}`: {:?} -> {:?}", mutation.stmt.name(), mutation.from, mutation.to);
         match suite(Arc::new(builtin.with(mutation.stmt, text))) {
             Err(caught) => println!("caught {label}\n    by {caught}"),
@@ -860,121 +848,22 @@ fn assert_all_caught(mutations: &[Mutation]) {
 
 #[test]
 fn mutations_of_the_claim_are_caught() {
-    assert_all_caught(&[
-        m(Stmt::Pick, "SELECT max(priority)", "SELECT min(priority)"),
-        m(Stmt::Pick, "ORDER BY run_at, id LIMIT 1", "ORDER BY id LIMIT 1"),
-        m(Stmt::Pick, "run_at, id", "run_at, id DESC"),
-        m(Stmt::Pick, "run_at <= :now", "run_at <= :now + 1000"),
-        m(
-            Stmt::Pick,
-            "WHERE queue = :queue AND state = 'ready' AND priority = level.priority",
-            "WHERE state = 'ready' AND priority = level.priority",
-        ),
-        m(Stmt::NextRunAt, "ORDER BY run_at", "ORDER BY run_at DESC"),
-        m(Stmt::NextRunAt, "state = 'ready'", "state != 'dead'"),
-        m(Stmt::Take, "attempts = attempts + 1", "attempts = attempts"),
-        m(Stmt::Take, "lease_until = :now + :lease", "lease_until = :now + 2 * :lease"),
-        m(Stmt::Take, "SET state = 'running'", "SET state = 'ready'"),
-        m(Stmt::Take, "token = :token", "token = upper(:token)"),
-        m(Stmt::ReapDead, "attempts >= max_attempts", "attempts > max_attempts"),
-        m(Stmt::ReapDead, "lease_until <= :now", "lease_until < :now"),
-        m(Stmt::ReapDead, "SET state = 'dead'", "SET state = 'ready'"),
-        m(Stmt::ReapReady, "lease_until <= :now", "lease_until < :now - 1"),
-        m(Stmt::ReapReady, "'lease expired (attempt '", "'expired (attempt '"),
-        m(Stmt::ReapReady, "run_at = :now + min(", "run_at = :now + 0 * min("),
-        m(Stmt::ReapReady, "max(attempts - 1, 0)", "max(attempts, 0)"),
-        m(Stmt::ReapReady, "token = NULL, ", ""),
-        m(Stmt::Add, ":run_at, :now, :now", ":now + 0 * :run_at, :now, :now"),
-        m(Stmt::Add, ":priority, :max_attempts", ":priority, :max_attempts + 1"),
-    ]);
+    assert_all_caught("claim");
 }
 
 #[test]
 fn mutations_of_the_holders_steps_are_caught() {
-    const ANY_TOKEN: &str = "AND (token = :token OR :token IS NOT NULL)";
-    assert_all_caught(&[
-        m(Stmt::FinishDelete, "AND token = :token", ANY_TOKEN),
-        m(Stmt::FinishKeep, "AND token = :token", ANY_TOKEN),
-        m(Stmt::Fail, "AND token = :token", ANY_TOKEN),
-        m(Stmt::Renew, "AND token = :token", ANY_TOKEN),
-        m(Stmt::Release, "AND token = :token", ANY_TOKEN),
-        m(Stmt::FinishKeep, "state = 'done'", "state = 'dead'"),
-        m(Stmt::FinishKeep, "lease_until = NULL, ", ""),
-        m(Stmt::Fail, "attempts >= max_attempts", "attempts > max_attempts"),
-        m_all(Stmt::Fail, "attempts >= max_attempts", "attempts > max_attempts"),
-        m(Stmt::Fail, "10000 <<", "1000 <<"),
-        m(Stmt::Fail, "3600000)", "36000000)"),
-        m(Stmt::Fail, "max(attempts - 1, 0)", "max(attempts, 0)"),
-        m(Stmt::Fail, "coalesce(:retry_in,", "coalesce(NULL + :retry_in,"),
-        m(Stmt::Fail, ":permanent OR ", ""),
-        m(Stmt::Fail, "last_error = :error", "last_error = substr(:error, 2)"),
-        m(Stmt::Renew, ":now + :lease", "lease_until + :lease"),
-        m(Stmt::Release, "attempts = max(attempts - 1, 0), ", ""),
-        m(Stmt::Release, "SET state = 'ready'", "SET state = 'dead'"),
-    ]);
+    assert_all_caught("holders");
 }
 
 #[test]
 fn mutations_of_the_other_steps_are_caught() {
-    assert_all_caught(&[
-        m(Stmt::Retry, "AND state = 'dead'", ""),
-        m(Stmt::Retry, "attempts = 0", "attempts = attempts"),
-        m(Stmt::Retry, "run_at = :now", "run_at = run_at + 0 * :now"),
-        m(Stmt::RetryAll, "WHERE state = 'dead'", "WHERE state != 'running'"),
-        m(Stmt::RetryAll, "OR queue = :queue", "OR queue != :queue"),
-        m(Stmt::Purge, "state = :state", "state != 'running' AND :state IS NOT NULL"),
-        m(Stmt::Purge, "(:queue IS NULL OR queue = :queue)", "(:queue IS NULL OR 1)"),
-        m(Stmt::Delete, "WHERE id = :id", "WHERE id = :id AND state != 'running'"),
-        m(
-            Stmt::Stats,
-            "sum(state = 'dead'),\n       sum(state = 'done')",
-            "sum(state = 'done'),\n       sum(state = 'dead')",
-        ),
-        m(
-            Stmt::Stats,
-            "sum(state = 'ready' AND run_at <= :now),\n       sum(state = 'ready' AND run_at > :now)",
-            "sum(state = 'ready' AND run_at > :now),\n       sum(state = 'ready' AND run_at <= :now)",
-        ),
-        m(Stmt::Stats, "lease_until > :now", "lease_until >= :now"),
-        m(Stmt::Stats, "min(CASE WHEN state = 'ready' AND run_at <= :now THEN run_at END)", "min(run_at)"),
-        m(Stmt::List, "run_at > :now", "run_at >= :now"),
-        m(Stmt::List, "THEN 'delayed'", "THEN 'ready'"),
-        m(Stmt::List, "ORDER BY id", "ORDER BY id DESC"),
-        m(Stmt::List, "id > :after", "id >= :after"),
-        m(Stmt::Get, "run_at, lease_until", "lease_until, run_at"),
-    ]);
+    assert_all_caught("other");
 }
 
 #[test]
 fn mutations_of_the_schema_and_connection_are_caught() {
-    let builtin = Spec::builtin();
-    let drop_next = builtin.sql(Stmt::CreateIndexNext);
-    assert_all_caught(&[
-        m(Stmt::CreateJobs, "DEFAULT 10", "DEFAULT 5"),
-        m(Stmt::CreateJobs, "DEFAULT 'ready'", "DEFAULT 'dead'"),
-        m(Stmt::CreateJobs, "AUTOINCREMENT", ""),
-        m(Stmt::CreateJobs, "CHECK (priority BETWEEN -100 AND 100)", ""),
-        m(Stmt::CreateJobs, "BETWEEN 1 AND 200", "BETWEEN 1 AND 300"),
-        m(Stmt::CreateJobs, "'running', 'done', 'dead'", "'running', 'done', 'dead', 'delayed'"),
-        m(Stmt::CreateMeta, "WITHOUT ROWID", ""),
-        m(Stmt::CreateIndexNext, drop_next, "SELECT 1"),
-        m(Stmt::CreateIndexNext, "ukue_jobs_next", "ukue_jobs_upcoming"),
-        m(Stmt::CreateIndexDue, "priority, run_at", "priority DESC, run_at"),
-        m(Stmt::CreateIndexLeases, " WHERE state = 'running'", ""),
-        m(Stmt::CreateIndexState, "(state, queue, id)", "(state, id)"),
-        m(Stmt::SetApplicationId, "1969976677", "1969976678"),
-        m(Stmt::CountSchema, "count(*)", "count(*) + 1"),
-        m(Stmt::CountSchema, "SELECT count(*) FROM sqlite_master", "SELECT 0"),
-        m(Stmt::SetWal, "WAL", "TRUNCATE"),
-        m(Stmt::ReadJournalMode, "PRAGMA journal_mode", "SELECT 'wal'"),
-        m(Stmt::SetSynchronous, "FULL", "NORMAL"),
-        m(Stmt::SetBusyTimeout, "5000", "0"),
-        m(Stmt::InsertMeta, "(:key, :value)", "(:key, :value || '0')"),
-        m(Stmt::ReadVersion, "'format_version'", "'created_at'"),
-        m(Stmt::FindTables, "('ukue_meta', 'ukue_jobs')", "('ukue_meta')"),
-        m(Stmt::Commit, "COMMIT", "SELECT 1"),
-        m(Stmt::Rollback, "ROLLBACK", "SELECT 1"),
-    ]);
+    assert_all_caught("schema");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `cli_args`: see ukue_harness::explore::fuzzing::cli_args.
+//! `cli_args`: see ukue_harness::explore::fuzz_cli::cli_args.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ukue_harness::explore::fuzzing::cli_args(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ukue_harness::explore::fuzz_cli::cli_args(data));

@@ -41,6 +41,11 @@ pub struct Config {
     pub crash_kills: usize,
     /// How long a generated case generates (`--generate-for`).
     pub generate_for: Duration,
+    /// The jobs of every scale case's large file (`--scale-rows`).
+    pub scale_rows: Option<u64>,
+    /// The worker and producer processes of the concurrency, interop and
+    /// crash cases (`--processes`).
+    pub processes: Option<usize>,
     /// `--strict`: a `should` case that does not pass fails the run.
     pub strict: bool,
     /// `--fail-fast`: start no case once one has failed.
@@ -128,6 +133,7 @@ const SLOW_FIRST: &[&[&str]] = &[
         "powerloss/",
         "ioerror/",
         "differential/",
+        "scale/",
     ],
 ];
 
@@ -170,6 +176,7 @@ fn blank(config: &Config, case: &Case) -> CaseReport {
         rules: rules::coverage::rules_of(case),
         rule_text: None,
         timeline: None,
+        scale: None,
     }
 }
 
@@ -247,6 +254,8 @@ fn run_in(
     let mut ctx = Ctx::new(dir, seed, config.subjects.clone(), marker, deadline);
     ctx.crash_kills = config.crash_kills;
     ctx.generate_for = config.generate_for;
+    ctx.scale_rows = config.scale_rows;
+    ctx.processes = config.processes;
     let (tx, rx) = mpsc::channel();
     let run = case.run;
     std::thread::spawn(move || {
@@ -262,18 +271,20 @@ fn run_in(
         ctx.procs.kill_all();
         let result = result.and_then(|()| check_files(&ctx));
         let history = ctx.take_history().or_else(|| common::history_so_far(&ctx));
-        let (notes, figures) = (std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures));
+        let (notes, figures, scale) =
+            (std::mem::take(&mut ctx.notes), std::mem::take(&mut ctx.figures), ctx.scale.take());
         // Gone (and every process it started swept) before the runner
         // hears of it and starts the next case.
         drop(ctx);
-        let _ = tx.send((result, notes, figures, history));
+        let _ = tx.send((result, notes, figures, scale, history));
     });
     // Waits inside the case end at the deadline; give it a little longer
     // to come back before giving up on it.
     match rx.recv_timeout(timeout + Duration::from_secs(15)) {
-        Ok((result, notes, figures, history)) => {
+        Ok((result, notes, figures, scale, history)) => {
             report.notes = notes;
             report.figures = figures;
+            report.scale = scale;
             (result, history)
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {

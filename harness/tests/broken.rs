@@ -137,6 +137,17 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("list-after-dropped-with-state", "differential/commands"),
     ("stats-without-finished-queues", "differential/commands"),
     ("keep-done-dropped-with-concurrency", "differential/commands"),
+    // The cost of the steps (scale/*, `should` cases): each of these keeps
+    // every rule and only gets slower as the file grows.
+    ("no-indexes", "scale/empty-claim"),
+    ("no-indexes", "scale/claim-delayed-lower"),
+    ("no-indexes", "scale/claim-done-dead"),
+    ("no-indexes", "scale/http-empty-claim"),
+    ("pick-without-index", "scale/claim-delayed-higher"),
+    ("pick-without-index", "scale/http-claim"),
+    ("reap-walks-running", "scale/claim-running"),
+    ("add-counts-queue", "scale/add"),
+    ("list-walks-from-start", "scale/list-deep"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

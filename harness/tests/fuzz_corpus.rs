@@ -37,28 +37,40 @@ fn every_seed_passes_its_target() {
     assert!(failures.is_empty(), "seeds that fail their target:\n{}", failures.join("\n"));
 }
 
-/// The properties can fail: for each step bug
-/// (ukue_harness::subjects::broken::STEP_BUGS) some ops seed fails the
-/// reference running it as the fuzzer runs it (in memory), a line that is no request is answered `invalid`,
-/// and a bad argument vector is a usage error.
+/// The properties can fail: each `catches-NAME` seed of ops_vs_model,
+/// alone, fails the reference running the step bug NAME as the fuzzer runs
+/// it (in memory), and every step bug
+/// (ukue_harness::subjects::broken::STEP_BUGS) has one; a line that is no
+/// request is answered `invalid`, and a bad argument vector is a usage
+/// error.
 #[test]
 fn the_targets_catch_what_they_look_for() {
+    use ukue_harness::subjects::broken;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/ops_vs_model");
-    // In name order: the catches-* seeds, which the fuzzer found for these
-    // bugs, come first, and the search stops at the first seed that fails.
-    let mut paths: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
-    paths.sort();
-    let seeds: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    for name in ukue_harness::subjects::broken::STEP_BUGS {
-        let bug = ukue_harness::subjects::broken::bug(name).unwrap();
-        let spec = ukue_harness::subjects::broken::spec(bug).unwrap();
+    let mut missed = Vec::new();
+    for name in broken::STEP_BUGS {
+        let path = root.join(format!("catches-{name}"));
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let spec = broken::spec(broken::bug(name).unwrap()).unwrap();
         let broken = ukue_harness::explore::run::Target::InMemory(spec);
-        let caught = seeds.iter().any(|data| {
-            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, data))
-                .is_err()
-        });
-        assert!(caught, "no ops_vs_model seed catches {name}");
+        let caught =
+            std::panic::catch_unwind(|| ukue_harness::explore::fuzzing::ops_vs_model_on(&broken, &data))
+                .is_err();
+        if !caught {
+            missed.push(format!(
+                "{} does not fail under {name}: find a new one with \
+                 `UKUE_BROKEN={name} fuzz/time-to-bug.sh ops_vs_model {name}` (then copy fuzz/logs/time-to-bug/ops_vs_model/{name}.crash)",
+                path.display()
+            ));
+        }
     }
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(bug) = name.strip_prefix("catches-") {
+            assert!(broken::STEP_BUGS.contains(&bug), "{name}: {bug} is no step bug of ukue-broken");
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
 
     let mut driver = ukue_harness::subjects::driver::ReferenceDriver::new(ukue::Spec::builtin());
     let reply = driver.handle_line("{\"op\": \"claim\"}");
@@ -204,4 +216,23 @@ fn the_driver_dictionary_has_every_op_and_key_of_the_seeds() {
     }
     assert!(words.contains("\"stats\"") && words.contains("\"lease_ms\""), "{words:?}");
     assert_in_dictionary("driver_lines", words);
+}
+
+/// fuzz/Cargo.lock is what the fuzz crate's manifests ask for: `cargo
+/// fuzz build` (.clusterfuzzlite/build.sh, fuzz/run.sh) leaves it as it
+/// is (`cargo tree --locked` fails when the lock would change; offline,
+/// it needs only this platform's packages, which the workspace has).
+#[test]
+fn the_fuzz_lock_file_is_up_to_date() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--locked", "--offline", "--quiet", "--manifest-path"])
+        .arg(repo().join("fuzz/Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fuzz/Cargo.lock needs updating (cd fuzz && cargo update -w): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

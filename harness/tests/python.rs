@@ -525,6 +525,21 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "if False:",
         "cli/work-stop-kill",
     ),
+    // The cost of the steps (scale/*): the same answers, slower as the file grows.
+    (
+        "the pick sorts every due job of a priority in the table (NOT INDEXED)",
+        "ukue_steps.py",
+        "\"SELECT id FROM ukue_jobs WHERE queue = ? AND state = 'ready' AND priority = ? AND run_at <= ?\"",
+        "\"SELECT id FROM ukue_jobs NOT INDEXED WHERE queue = ? AND state = 'ready' AND priority = ? AND run_at <= ?\"",
+        "scale/claim-delayed-higher",
+    ),
+    (
+        "a claim's first look for a due job walks the table (NOT INDEXED)",
+        "ukue_steps.py",
+        "\"SELECT EXISTS (SELECT 1 FROM ukue_jobs WHERE queue = ? AND state = 'ready' AND run_at <= ?),\"",
+        "\"SELECT EXISTS (SELECT 1 FROM ukue_jobs NOT INDEXED WHERE queue = ? AND state = 'ready' AND run_at <= ?),\"",
+        "scale/empty-claim",
+    ),
     (
         "work.no-create: work creates a missing file",
         "ukue.py",

@@ -44,6 +44,7 @@ statements! {
     ReadJournalMode = "read_journal_mode",
     FindIndex = "find_index",
     Add = "add",
+    Look = "look",
     ExpireUnleased = "expire_unleased",
     ReapDead = "reap_dead",
     ReapReady = "reap_ready",

@@ -429,15 +429,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// 12345.6 as `12,346`.
 fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::report::thousands(value.max(0.0).round() as u64)
 }
 
 impl Machine {

@@ -142,6 +142,39 @@ pub fn ran_exactly_once(ctx: &Ctx, file: &Path, added: Vec<Added>) -> Result<(),
     )
 }
 
+/// SQLite's error when a busy wait runs out (`SQLITE_BUSY`).
+pub const LOCKED: &str = "database is locked";
+
+/// The lines of the case's workers' output (the `worker-N.stdout` and
+/// `.stderr` files of its directory) that say [`LOCKED`]: a step that gave
+/// up on a busy file, told to the user.
+pub fn locked_lines(ctx: &Ctx) -> usize {
+    let Ok(entries) = std::fs::read_dir(&ctx.dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("worker-")))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .map(|bytes| String::from_utf8_lossy(&bytes).lines().filter(|l| l.contains(LOCKED)).count())
+        .sum()
+}
+
+/// The figures of a case that runs many processes on one file: how many
+/// worker and producer processes ran at once, the jobs, and the lines of
+/// [`locked_lines`] (`database_locked`: 0 is what a program that waits
+/// out the busy file as FORMAT.md §4.1 says shows).
+pub fn note_contention(ctx: &mut Ctx, workers: usize, producers: usize, jobs: usize) {
+    let locked = locked_lines(ctx);
+    ctx.notes.push(format!(
+        "{workers} worker processes and {producers} producers on one file, {jobs} jobs; {locked} lines of output said \"{LOCKED}\""
+    ));
+    for (name, n) in
+        [("worker_processes", workers), ("producer_processes", producers), ("database_locked", locked)]
+    {
+        ctx.figures.insert(name.to_string(), n as u64);
+    }
+    ctx.figures.entry("jobs".to_string()).or_insert(jobs as u64);
+}
+
 /// `args` with the case's directory taken off the front of each path, for
 /// a report (the subject runs in that directory, so the line still works).
 pub fn relative<'a>(ctx: &Ctx, args: &[&'a str]) -> Vec<&'a str> {

@@ -196,7 +196,7 @@ fn worked(ctx: &mut Ctx, file: &Path, jobs: i64, about: &str) -> CaseResult {
     }
 
     let added = common::jobs_as_added(file, "the file's jobs and the subject's add")?;
-    drain(ctx, &subject, file, "work", &["--poll", "20ms"], Duration::from_secs(30))?;
+    drain(ctx, &subject, file, "work", &["--poll", "20ms"], 1, Duration::from_secs(30))?;
     common::ran_exactly_once(ctx, file, added)
 }
 

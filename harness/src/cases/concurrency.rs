@@ -1,6 +1,8 @@
 //! concurrency: worker processes of the subject drain a queue while the
 //! subject, the reference and add_job.py add more, all on one file.
 //! Every job runs exactly once, one holder at a time, undisturbed.
+//! `--processes N` makes it N workers and N producers (taking turns as
+//! the subject, the reference and add_job.py).
 
 use std::time::Duration;
 
@@ -32,6 +34,10 @@ const WORKERS: usize = 3;
 const CONCURRENCY: &str = "3";
 const BEFORE: usize = 45;
 const PER_PRODUCER: usize = 30;
+/// The drain's time with the default processes; each job beyond them adds
+/// [`DRAIN_PER_JOB`].
+const DRAIN: Duration = Duration::from_secs(90);
+const DRAIN_PER_JOB: Duration = Duration::from_millis(100);
 
 fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("jobs.ukue")?;
@@ -44,17 +50,19 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
         let job = ctx.add(&subject, &file, "q", &p, &[])?;
         added.push(Added { job, payload: p, by: subject.name.clone() });
     }
-    let mut producers: Vec<(Subject, Vec<String>)> =
-        vec![(subject.clone(), Vec::new()), (ctx.reference().clone(), Vec::new())];
-    if let Some(python) = ctx.subjects.python.clone() {
-        producers.push((python, Vec::new()));
+    let mut kinds = vec![subject.clone(), ctx.reference().clone()];
+    kinds.extend(ctx.subjects.python.clone());
+    let producer_count = ctx.processes.unwrap_or(kinds.len());
+    let worker_count = ctx.processes.unwrap_or(WORKERS);
+    let mut producers: Vec<(Subject, Vec<String>)> = Vec::new();
+    for p in 0..producer_count {
+        let who = kinds[p % kinds.len()].clone();
+        // The default run's payloads as they were; the extra producers' tell them apart.
+        let by = if p < kinds.len() { format!("{}-late", who.name) } else { format!("{}-late{p}", who.name) };
+        let payloads = (0..PER_PRODUCER).map(|i| payload(ctx, &by, i)).collect();
+        producers.push((who, payloads));
     }
-    for (who, payloads) in &mut producers {
-        for i in 0..PER_PRODUCER {
-            payloads.push(payload(ctx, &format!("{}-late", who.name), i));
-        }
-    }
-    let workers = (0..WORKERS)
+    let workers = (0..worker_count)
         .map(|_| {
             start_worker(
                 ctx,
@@ -95,12 +103,13 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
         added.extend(batch?);
     }
     let total = added.len();
-    let drained = ctx.wait_for(&format!("{total} jobs to be drained"), Duration::from_secs(90), || {
-        Ok(job_count(&file)? == 0)
-    });
+    let default_total = BEFORE + kinds.len() * PER_PRODUCER;
+    let limit = DRAIN + DRAIN_PER_JOB * total.saturating_sub(default_total) as u32;
+    let drained = ctx.wait_for(&format!("{total} jobs to be drained"), limit, || Ok(job_count(&file)? == 0));
     for worker in workers {
         worker.stop(Duration::from_secs(30))?;
     }
+    common::note_contention(ctx, worker_count, producer_count, total);
     drained?;
     let history = common::history(ctx, &file, added)?;
     let mut findings = check::exactly_once(&history);

@@ -15,6 +15,8 @@
 //! every job that waits out a backoff due at once. The kills
 //! (`--crash-kills`, 200 by default) are shared out among four cases that
 //! differ in the workers' concurrency, and run side by side within `--jobs`.
+//! `--processes N` runs N workers at a time and N producers (the subject
+//! and the reference in turn) beside the three killed mid-add.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
@@ -156,17 +158,20 @@ fn dead_by_script(payload: &str) -> bool {
 }
 
 impl KillPlan {
-    fn draw(rng: &mut impl Rng, kills: usize, producers: &[&str]) -> KillPlan {
+    fn draw(rng: &mut impl Rng, kills: usize, workers: usize, producers: &[&str]) -> KillPlan {
         let initial = (0..INITIAL_JOBS).map(|i| script(rng, &format!("initial-{i}"))).collect();
         // Enough adds for the whole kill period; a producer stops when it ends.
         let adds = (kills * KILL_GAP_MS.end as usize).div_ceil(ADD_GAP_MS.start as usize);
         let producers = producers
             .iter()
-            .map(|by| {
+            .enumerate()
+            .map(|(p, by)| {
+                // The default producers' payloads as they were; the extra ones' tell them apart.
+                let by = if p < PRODUCERS.len() { by.to_string() } else { format!("{by}{p}") };
                 (0..adds).map(|i| (rng.gen_range(ADD_GAP_MS), script(rng, &format!("{by}-{i}")))).collect()
             })
             .collect();
-        let kills = (0..kills).map(|_| (rng.gen_range(KILL_GAP_MS), rng.gen_range(0..WORKERS))).collect();
+        let kills = (0..kills).map(|_| (rng.gen_range(KILL_GAP_MS), rng.gen_range(0..workers))).collect();
         let timing = (0..CUT_PRODUCERS).map(|i| script(rng, &format!("timing-{i}"))).collect();
         let cut_adds = (0..adds)
             .map(|i| {
@@ -205,10 +210,22 @@ impl Stop {
 fn kill_workers(ctx: &mut Ctx, concurrency: &str, keep_done: bool) -> CaseResult {
     let (mut notes, mut figures) = Default::default();
     let outcome = kill_and_drain(ctx, concurrency, keep_done, &mut notes, &mut figures);
+    let jobs = figures.get("jobs").copied().unwrap_or_default() as usize;
     ctx.notes = notes;
     ctx.figures = figures;
+    let (workers, producers) = processes(ctx);
+    common::note_contention(ctx, workers, producers.len(), jobs);
     outcome
 }
+
+/// The workers running at a time, and who each producer is.
+fn processes(ctx: &Ctx) -> (usize, Vec<&'static str>) {
+    let producers = ctx.processes.unwrap_or(PRODUCERS.len());
+    (ctx.processes.unwrap_or(WORKERS), (0..producers).map(|p| PRODUCERS[p % PRODUCERS.len()]).collect())
+}
+
+/// The producers that add while the workers are killed, in turn.
+const PRODUCERS: [&str; 2] = ["subject", "reference"];
 
 fn kill_and_drain(
     ctx: &mut Ctx,
@@ -222,7 +239,8 @@ fn kill_and_drain(
     let reference = ctx.reference().clone();
     ctx.ok(&subject, &["init", path_str(&file)])?;
     let kills = ctx.crash_kills.div_ceil(CASES);
-    let plan = KillPlan::draw(&mut ctx.rng, kills, &["subject", "reference"]);
+    let (worker_count, producer_names) = processes(ctx);
+    let plan = KillPlan::draw(&mut ctx.rng, kills, worker_count, &producer_names);
     // The backlog comes from the reference, whose adds start in
     // milliseconds: a slow subject on a loaded machine would otherwise
     // spend the case's time on it, and its workers would idle through the
@@ -239,7 +257,7 @@ fn kill_and_drain(
     let known = plan.payloads();
     let cutters = cut_producers(ctx, &file, &plan.timing, &mut added)?;
     let ctx: &Ctx = ctx;
-    let mut workers = (0..WORKERS)
+    let mut workers = (0..worker_count)
         .map(|_| start_worker(ctx, &subject, &file, "q", &options))
         .collect::<Result<Vec<_>, _>>()?;
 
@@ -248,8 +266,9 @@ fn kill_and_drain(
     let kill_started = Instant::now();
     let (killing, produced, cutting) = std::thread::scope(|scope| {
         let cutting = scope.spawn(|| cut_loop(ctx, &cutters, &file, &plan.cut_adds, &stop, &known));
-        let producers: Vec<_> = [&subject, &reference]
-            .into_iter()
+        let producers: Vec<_> = producer_names
+            .iter()
+            .map(|name| if *name == "subject" { &subject } else { &reference })
             .zip(&plan.producers)
             .map(|(who, adds)| {
                 let (stop, file) = (&stop, file.as_path());
@@ -723,6 +742,7 @@ fn descendants(root: i32) -> Vec<i32> {
 /// Waits until no job is ready or running. A running job whose lease ran
 /// out long ago, while the workers claim all the time, fails at once.
 fn drain(ctx: &Ctx, file: &Path, workers: &mut [WorkerProcess], limit: Duration) -> Result<(), Failure> {
+    let count = workers.len();
     let what = "every job to finish or end dead after the kills (the case ends each backoff at once)";
     ctx.wait_for(what, limit, || {
         exited_by_itself(workers)?;
@@ -746,7 +766,7 @@ fn drain(ctx: &Ctx, file: &Path, workers: &mut [WorkerProcess], limit: Duration)
             return Err(Failure::fail(
                 "each expired lease reaped by the next claim (FORMAT.md §5.4), so that the job runs again",
                 format!(
-                    "job {job} is still running {:.1} s after its lease ran out, while {WORKERS} workers claim every 20 ms",
+                    "job {job} is still running {:.1} s after its lease ran out, while {count} workers claim every 20 ms",
                     (probe::now_ms() - lease_until) as f64 / 1000.0
                 ),
             ));

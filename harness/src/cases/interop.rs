@@ -1,7 +1,8 @@
 //! interop: one program adds, another works, through the file alone. Jobs
 //! that the reference, the subject, add_job.py or plain SQL (FORMAT.md
 //! §5.3's short INSERT) added are run exactly once each, with their
-//! payloads, by the other program's worker (§6.3).
+//! payloads, by the other program's worker (§6.3). `--processes N` makes
+//! a hand-off N producers adding at once, then N workers.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::shown::Shown;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::observe::file::write;
 use crate::subjects::worker::drain;
+use crate::subjects::Failure;
 use crate::subjects::Subject;
 
 use super::common;
@@ -84,23 +86,56 @@ fn payload(ctx: &mut Ctx, i: usize) -> String {
     text
 }
 
-/// The file is made by `maker`'s `init`; `producer` adds the jobs;
-/// `worker`'s `work` must run each exactly once with its payload.
+/// The file is made by `maker`'s `init`; `producer` adds the jobs (one
+/// process at a time, or `--processes` of them at once); `worker`'s `work`
+/// must run each exactly once with its payload.
 fn hand_off(ctx: &mut Ctx, maker: &Subject, producer: Producer, worker: &Subject) -> CaseResult {
     let file = ctx.tracked_file("shared.ukue");
     ctx.ok(maker, &["init", path_str(&file)])?;
+    let processes = ctx.processes.unwrap_or(1);
+    let payloads: Vec<Vec<String>> =
+        (0..processes).map(|p| (1..=JOBS).map(|i| payload(ctx, p * JOBS + i)).collect()).collect();
+    let ctx_ref: &Ctx = ctx;
+    let (file_ref, producer_ref) = (file.as_path(), &producer);
+    let produced: Vec<Result<Vec<Added>, Failure>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = payloads
+            .into_iter()
+            .map(|payloads| scope.spawn(move || add_each(ctx_ref, file_ref, producer_ref, payloads)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::error("a producer", "panicked"))))
+            .collect()
+    });
     let mut added = Vec::new();
-    for i in 1..=JOBS {
-        let payload = payload(ctx, i);
-        let (job, by) = match &producer {
-            Producer::Program(who) => (ctx.add(who, &file, "q", &payload, &[])?, who.name.clone()),
-            Producer::Python => (ctx.python_add(&file, "q", &payload, &[])?, "add_job.py".to_string()),
-        };
-        added.push(Added { job, payload, by });
+    for batch in produced {
+        added.extend(batch?);
     }
+    added.sort_by_key(|a| a.job);
     check_ids(&file, &added)?;
-    drain(ctx, worker, &file, "q", &["--poll", "20ms"], Duration::from_secs(60))?;
+    let limit = Duration::from_secs(60) + Duration::from_millis(200) * added.len() as u32;
+    drain(ctx, worker, &file, "q", &["--poll", "20ms"], processes, limit)?;
+    common::note_contention(ctx, processes, processes, added.len());
     common::ran_exactly_once(ctx, &file, added)
+}
+
+/// `producer` adds a job of each payload, one after another.
+fn add_each(
+    ctx: &Ctx,
+    file: &Path,
+    producer: &Producer,
+    payloads: Vec<String>,
+) -> Result<Vec<Added>, Failure> {
+    payloads
+        .into_iter()
+        .map(|payload| {
+            let (job, by) = match producer {
+                Producer::Program(who) => (ctx.add(who, file, "q", &payload, &[])?, who.name.clone()),
+                Producer::Python => (ctx.python_add(file, "q", &payload, &[])?, "add_job.py".to_string()),
+            };
+            Ok(Added { job, payload, by })
+        })
+        .collect()
 }
 
 /// The ids the producer printed are the file's, and hold the payloads it
@@ -160,6 +195,6 @@ fn text_payload_from_sql(ctx: &mut Ctx) -> CaseResult {
             clip(&job.to_string())
         );
     }
-    drain(ctx, &subject, &file, "q", &["--poll", "20ms"], Duration::from_secs(30))?;
+    drain(ctx, &subject, &file, "q", &["--poll", "20ms"], 1, Duration::from_secs(30))?;
     common::ran_exactly_once(ctx, &file, added)
 }

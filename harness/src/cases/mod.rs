@@ -28,6 +28,7 @@ mod ioerror;
 mod leases;
 mod powerloss;
 mod refusal;
+mod scale;
 mod steps;
 mod sweep;
 
@@ -36,7 +37,7 @@ pub use fixture::source;
 
 /// Every case, in a stable order.
 pub fn all() -> Vec<Case> {
-    let families: [fn() -> Vec<Case>; 16] = [
+    let families: [fn() -> Vec<Case>; 17] = [
         format::cases,
         refusal::cases,
         compat::cases,
@@ -53,6 +54,7 @@ pub fn all() -> Vec<Case> {
         powerloss::cases,
         ioerror::cases,
         http::cases,
+        scale::cases,
     ];
     families.into_iter().flat_map(|family| family()).collect()
 }

@@ -19,6 +19,7 @@ use ukue::{Claimed, OpenOptions};
 
 use crate::subjects::broken::{self, CliEdit, ServeFlaw};
 use crate::subjects::broken_serve::serve_flawed;
+use crate::subjects::mutants;
 
 pub fn main() -> ExitCode {
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
@@ -30,10 +31,11 @@ pub fn main() -> ExitCode {
         }
         if let CliEdit::Unreadable(end) = edit {
             if let Err(e) = Cli::try_parse_from(&words) {
-                return end(e);
+                return ExitCode::from(end(e));
             }
         }
-        return main_from(words, move |command, out| run_edited(command, edit, out));
+        let options = OpenOptions::default();
+        return main_from(words, move |command, out| run_edited(command, edit, &options, out));
     }
     if broken::ADD_BUGS.iter().any(|(bug, _)| *bug == name) {
         // `split-add`: `add` writes its row in two transactions.
@@ -41,6 +43,9 @@ pub fn main() -> ExitCode {
             Cmd::Add(args) => split_add(args, out),
             command => ukue::cli::run(command, &OpenOptions::default(), out),
         });
+    }
+    if let Some(mutant) = mutants::named(&name) {
+        return ukue::cli::main_with(OpenOptions::default().spec(mutant.spec()));
     }
     let Some(bug) = broken::bug(&name) else {
         eprintln!("ukue-broken: set UKUE_BROKEN to one of {}", broken::names());
@@ -85,9 +90,33 @@ fn main_from(words: Vec<OsString>, run: impl FnOnce(Cmd, &mut dyn Write) -> anyh
     }
 }
 
+/// The command line `words` (the program's name first) read as
+/// ukue-broken reads it with `edit` (None: as the reference does): the
+/// words edited, then parsed. One that cannot be read is the exit status
+/// it ends with (clap's: 2, or 0 for help and the version), printing
+/// nothing but what the edit prints.
+pub fn read_edited(words: Vec<OsString>, edit: Option<CliEdit>) -> Result<Cmd, u8> {
+    let words = match edit {
+        Some(CliEdit::Argv(change)) => change(words),
+        _ => words,
+    };
+    match Cli::try_parse_from(words) {
+        Ok(cli) => Ok(cli.command),
+        Err(e) => Err(match edit {
+            Some(CliEdit::Unreadable(end)) => end(e),
+            _ => u8::try_from(e.exit_code()).unwrap_or(2),
+        }),
+    }
+}
+
 /// The reference's command, with `edit` made where it says.
-fn run_edited(mut command: Cmd, edit: CliEdit, out: &mut dyn Write) -> anyhow::Result<()> {
-    let options = OpenOptions::default();
+pub fn run_edited(
+    mut command: Cmd,
+    edit: CliEdit,
+    options: &OpenOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let options = options.clone();
     match edit {
         CliEdit::Args(change) => {
             change(&mut command);

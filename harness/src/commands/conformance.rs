@@ -42,6 +42,9 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// How long one case may take, unless `--case-timeout` says.
+const DEFAULT_CASE_TIMEOUT: &str = "120s";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -115,7 +118,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "2")]
     pub jobs: usize,
     /// How long one case may take
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = DEFAULT_CASE_TIMEOUT, value_parser = parse_duration)]
     pub case_timeout: Duration,
     /// Workers the crash cases kill, shared out among them (more kills
     /// make each case longer: raise --case-timeout with them)
@@ -125,6 +128,15 @@ pub struct RunArgs {
     /// many sequences as fit, at least one
     #[arg(long, value_name = "D", default_value = "3s", value_parser = parse_duration)]
     pub generate_for: Duration,
+    /// Jobs in the large file of every scale case (default: each case's
+    /// own, 100,000 or 1,000,000), for a release check
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10_000..=100_000_000))]
+    pub scale_rows: Option<u64>,
+    /// Worker processes, and as many producers, in each concurrency,
+    /// interop and crash case (default: each case's own, 3 or 4), for a
+    /// release check; raise --case-timeout with it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub processes: Option<u64>,
     /// Keep the work directory of each case that did not pass
     #[arg(long)]
     pub keep: bool,
@@ -296,6 +308,15 @@ fn replay_prefix(args: &RunArgs, implementation: &Path, subjects: &Subjects, see
     if args.crash_kills != DEFAULT_CRASH_KILLS {
         line.push_str(&format!(" --crash-kills {}", args.crash_kills));
     }
+    if let Some(rows) = args.scale_rows {
+        line.push_str(&format!(" --scale-rows {rows}"));
+    }
+    if let Some(n) = args.processes {
+        line.push_str(&format!(" --processes {n}"));
+    }
+    if parse_duration(DEFAULT_CASE_TIMEOUT).is_ok_and(|default| args.case_timeout != default) {
+        line.push_str(&format!(" --case-timeout {}ms", args.case_timeout.as_millis()));
+    }
     line
 }
 
@@ -457,6 +478,8 @@ pub fn run_suite(
         work_root: root.path().to_path_buf(),
         crash_kills: args.crash_kills,
         generate_for: args.generate_for,
+        scale_rows: args.scale_rows,
+        processes: args.processes.map(|n| n as usize),
         strict: args.strict,
         fail_fast: shard.fail_fast,
         iteration: None,
@@ -532,6 +555,17 @@ pub enum ModelCommand {
     /// Run the cases against several implementations (or read their saved
     /// reports) and show the verdicts side by side, the differences first
     Compare(Box<CompareArgs>),
+    /// List the mutants of FORMAT.md's statements that `UKUE_BROKEN=NAME`
+    /// runs (fuzz/time-to-bug.sh): NAME, what it is, and what it changes
+    Mutants(MutantsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MutantsArgs {
+    /// Also replay these ops_vs_model inputs (a folder, fixtures/fuzz/ops_vs_model)
+    /// against each mutant, and print the first that kills it, or `-`
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -598,6 +632,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Merge(_) => ("merge", None),
         ModelCommand::Coverage(_) => ("coverage", None),
         ModelCommand::Compare(_) => ("compare", None),
+        ModelCommand::Mutants(_) => ("mutants", None),
     };
     let target = match target(driver) {
         Ok(t) => t,
@@ -612,7 +647,62 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
         ModelCommand::Compare(args) => compare::compare(*args),
+        ModelCommand::Mutants(args) => print_mutants(args),
     }
+}
+
+/// One line a mutant, tab-separated: its name; `generated`, `hand-made`,
+/// or `equivalent` or `unreached` with the reason
+/// (crate::subjects::mutants); what it changes. Then the step bugs of
+/// ukue-broken, as `bug`, its broken servers (`serve-bug`) and its
+/// command-line bugs (`cli-bug`). With `--corpus`, a fourth column: the first
+/// input of the folder that kills the mutant, or `-`.
+fn print_mutants(args: MutantsArgs) -> u8 {
+    use crate::explore::fuzzing::first_kill;
+    use crate::subjects::{broken, mutants};
+    let seeds = match &args.corpus {
+        None => None,
+        Some(dir) => match crate::explore::fuzzing::corpus(dir) {
+            Ok(seeds) => Some(seeds),
+            Err(e) => {
+                eprintln!("ukue-conformance mutants: {e}");
+                return exit::USAGE;
+            }
+        },
+    };
+    let killer = |spec: std::sync::Arc<ukue::Spec>| match &seeds {
+        None => String::new(),
+        Some(seeds) => {
+            let found = first_kill(&Target::InMemory(spec), seeds);
+            format!("\t{}", found.map_or("-".to_string(), |i| seeds[i].0.display().to_string()))
+        }
+    };
+    for mutant in mutants::all() {
+        let kind = if let Some((list, why)) = mutants::set_aside(&mutant.name) {
+            format!("{list}: {why}")
+        } else if mutant.name.contains("/hand-") {
+            "hand-made".to_string()
+        } else {
+            "generated".to_string()
+        };
+        let killed = killer(mutant.spec());
+        println!("{}\t{kind}\t{}{killed}", mutant.name, mutant.what.replace(['\t', '\n'], " "));
+    }
+    for name in broken::STEP_BUGS {
+        let Some(bug) = broken::bug(name) else { continue };
+        let killed = match broken::spec(bug) {
+            Ok(spec) => killer(spec),
+            Err(e) => format!("\t{e}"),
+        };
+        println!("{name}\tbug\t{}{killed}", bug.what);
+    }
+    for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
+        println!("{}\tserve-bug\t{}", bug.name, bug.what);
+    }
+    for bug in broken::CLI_BUGS {
+        println!("{}\tcli-bug\t{}", bug.name, bug.what);
+    }
+    exit::OK
 }
 
 fn model(args: ModelArgs, target: Target) -> u8 {

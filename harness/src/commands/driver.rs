@@ -7,29 +7,18 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use ukue::Spec;
-
 use crate::subjects::broken;
 use crate::subjects::driver::ReferenceDriver;
 
 /// The `ukue-driver` binary: hello, then one answer per request line until
 /// stdin ends.
 pub fn main() -> ExitCode {
-    let spec = match std::env::var("UKUE_BROKEN") {
-        Ok(name) if !name.is_empty() => {
-            let Some(bug) = broken::bug(&name) else {
-                eprintln!("ukue-driver: UKUE_BROKEN={name} is none of {}", broken::names());
-                return ExitCode::from(3);
-            };
-            match broken::spec(bug) {
-                Ok(spec) => spec,
-                Err(e) => {
-                    eprintln!("ukue-driver: {e}");
-                    return ExitCode::from(3);
-                }
-            }
+    let spec = match broken::spec_from_env() {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("ukue-driver: {e}");
+            return ExitCode::from(3);
         }
-        _ => Spec::builtin(),
     };
     let mut driver = ReferenceDriver::new(spec);
     let stdout = std::io::stdout();

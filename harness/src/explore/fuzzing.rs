@@ -3,8 +3,6 @@
 //! every seed in `fixtures/fuzz/<target>/` through the same functions
 //! (harness/tests/fuzz_corpus.rs), so the corpus runs on stable Rust.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -23,21 +21,26 @@ pub type FuzzTarget = fn(&[u8]);
 pub const TARGETS: &[(&str, FuzzTarget)] = &[
     ("open_bytes", open_bytes),
     ("ops_vs_model", ops_vs_model),
-    ("cli_args", cli_args),
+    ("cli_args", super::fuzz_cli::cli_args),
     ("driver_lines", driver_lines),
+    ("serve_requests", super::fuzz_serve::serve_requests),
 ];
 
 /// Runs `body` in an empty scratch folder: one a thread, in memory when
 /// the machine has /dev/shm, made once and emptied before each input
 /// (making and removing a folder an input cost more than most inputs).
-fn in_scratch<T>(body: impl FnOnce(&Path) -> T) -> T {
+pub(crate) fn in_scratch<T>(body: impl FnOnce(&Path) -> T) -> T {
     thread_local! {
         static DIR: tempfile::TempDir = scratch_dir("ukue-fuzz-").expect("a temporary directory");
     }
     DIR.with(|dir| {
         for entry in listing(dir.path()) {
             let emptied = std::fs::remove_file(&entry).or_else(|_| std::fs::remove_dir_all(&entry));
-            emptied.unwrap_or_else(|e| panic!("emptying the scratch folder: {}: {e}", entry.display()));
+            // Gone already: a closing connection of the input before took it.
+            let gone = emptied.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if !gone {
+                emptied.unwrap_or_else(|e| panic!("emptying the scratch folder: {}: {e}", entry.display()));
+            }
         }
         body(dir.path())
     })
@@ -134,7 +137,17 @@ enum FuzzOp {
     Advance {
         ms: u16,
     },
+    /// What SQLite's random() gives next, so that a backoff's jitter can
+    /// sit at either end of its range ([`JITTERS`]).
+    Jitter {
+        which: u8,
+    },
 }
+
+/// The values a [`FuzzOp::Jitter`] hands random(): 0 (no jitter), and
+/// the largest jitter of the backoff of each attempt (b/10 for b = 10 s
+/// doubled up to an hour: FORMAT.md §5.6's `abs(random() % (b/10 + 1))`).
+const JITTERS: [i64; 11] = [0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 360_000];
 
 fn queue_name(b: bool) -> String {
     if b { "b" } else { "a" }.to_string()
@@ -205,6 +218,10 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
             (ms > 0).then_some(Op::Advance { ms })?
         }
         FuzzOp::Advance { ms } => Op::Advance { ms: i64::from(ms).max(1) },
+        FuzzOp::Jitter { which } => {
+            super::run::next_random(JITTERS[which as usize % JITTERS.len()]);
+            return None;
+        }
     })
 }
 
@@ -241,19 +258,37 @@ pub fn ops_vs_model_on(target: &Target, data: &[u8]) {
     ops_on(start(target), data);
 }
 
-/// The FORMAT.md that [`ops_vs_model`] runs: the builtin one, or the
-/// broken one that `UKUE_BROKEN` names (read once, as `ukue-driver` does).
+/// The inputs in `dir`, in name order, with their paths.
+pub fn corpus(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+    let mut seeds = Vec::new();
+    for path in listing(dir) {
+        let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        seeds.push((path, data));
+    }
+    if seeds.is_empty() {
+        return Err(format!("{}: no inputs", dir.display()));
+    }
+    Ok(seeds)
+}
+
+/// The index of the first of `seeds` that fails [`ops_vs_model_on`]
+/// `target`, if one does; the failures' messages are not printed.
+pub fn first_kill(target: &Target, seeds: &[(PathBuf, Vec<u8>)]) -> Option<usize> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let found = seeds.iter().position(|(_, data)| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ops_vs_model_on(target, data))).is_err()
+    });
+    std::panic::set_hook(hook);
+    found
+}
+
+/// The FORMAT.md that [`ops_vs_model`] and [`driver_lines`] run: the
+/// builtin one, or the broken one or mutant that `UKUE_BROKEN` names (read
+/// once, as `ukue-driver` does).
 fn fuzzed_spec() -> Arc<ukue::Spec> {
     static SPEC: OnceLock<Arc<ukue::Spec>> = OnceLock::new();
-    let spec = SPEC.get_or_init(|| match std::env::var("UKUE_BROKEN") {
-        Err(_) => ukue::Spec::builtin(),
-        Ok(name) => {
-            let bug = broken::bug(&name)
-                .unwrap_or_else(|| panic!("UKUE_BROKEN={name} is none of {}", broken::names()));
-            broken::spec(bug).unwrap_or_else(|e| panic!("UKUE_BROKEN={name}: {e}"))
-        }
-    });
-    spec.clone()
+    SPEC.get_or_init(|| broken::spec_from_env().unwrap_or_else(|e| panic!("{e}"))).clone()
 }
 
 fn start(target: &Target) -> ModelRun {
@@ -288,26 +323,6 @@ fn ops_on(mut run: ModelRun, data: &[u8]) -> ModelRun {
     run
 }
 
-/// `cli_args`: the bytes, split at NUL, as the arguments of `ukue`. The
-/// parser never panics, and what it refuses is a usage error (exit 2), or
-/// help or the version (exit 0).
-pub fn cli_args(data: &[u8]) {
-    use clap::error::ErrorKind as Kind;
-    use clap::Parser;
-    let args = std::iter::once(OsString::from("ukue"))
-        .chain(data.split(|b| *b == 0).take(64).map(|a| OsString::from_vec(a.to_vec())));
-    match ukue::cli::args::Cli::try_parse_from(args) {
-        Ok(cli) => assert!(!cli.command.name().is_empty()),
-        Err(e) => {
-            let rendered = e.render().to_string();
-            match e.kind() {
-                Kind::DisplayHelp | Kind::DisplayVersion => assert_eq!(e.exit_code(), 0, "{rendered}"),
-                kind => assert_eq!(e.exit_code(), 2, "{kind:?} should be a usage error: {rendered}"),
-            }
-        }
-    }
-}
-
 /// `driver_lines`: the bytes, split into lines, as requests to the Rust
 /// driver ([`ReferenceDriver`], whose `open` stays inside a scratch
 /// folder). Each answer is one line of JSON: ok, or a typed error; a line
@@ -317,7 +332,7 @@ pub fn driver_lines(data: &[u8]) {
 }
 
 fn driver_lines_in(dir: &Path, data: &[u8]) {
-    let mut driver = ReferenceDriver::jailed(ukue::Spec::builtin(), dir.to_path_buf());
+    let mut driver = ReferenceDriver::jailed(fuzzed_spec(), dir.to_path_buf());
     for line in data.split(|b| *b == b'\n').take(64) {
         let text = String::from_utf8_lossy(line);
         let reply = driver.handle_line(&text);
@@ -404,7 +419,7 @@ mod tests {
             .into_iter()
             .filter_map(|(name, bytes)| Some((name?.strip_prefix("op_")?.to_string(), bytes)))
             .collect();
-        assert_eq!(tags.len(), 10, "one tag a variant");
+        assert_eq!(tags.len(), 11, "one tag a variant");
         for (name, tag) in tags {
             let mut data = tag.clone();
             data.resize(32, 0);

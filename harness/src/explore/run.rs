@@ -161,6 +161,27 @@ impl InMemory {
         // Room for every statement of the reference, the row reads and the
         // invariants (rusqlite keeps 16): none is parsed twice.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // A step that runs away (a mutant's recursion that never ends) is
+        // interrupted, so that the run fails with an answer the model
+        // explains rather than hanging; no step of the reference comes
+        // near this many of SQLite's instructions. SQLite calls the
+        // handler every PROGRESS_EVERY instructions of a statement counted
+        // over all its runs (a cached statement's count goes on), so the
+        // calls are counted per step ([`InMemory::send`] starts each at 0).
+        conn.progress_handler(
+            PROGRESS_EVERY,
+            Some(|| {
+                RUNAWAY_CALLS.with(|n| {
+                    n.set(n.get() + 1);
+                    n.get() > RUNAWAY_CALLS_MOST
+                })
+            }),
+        );
+        // random() as the fuzzer asks for it ([`next_random`]), else at random.
+        conn.create_scalar_function("random", 0, rusqlite::functions::FunctionFlags::SQLITE_UTF8, |_| {
+            Ok(NEXT_RANDOM.with(std::cell::Cell::take).unwrap_or_else(rand::random::<i64>))
+        })
+        .map_err(|e| format!("random() of an in-memory database: {e}"))?;
         let mut driver = ReferenceDriver::new(spec.clone());
         driver
             .attach(conn, START_MS)
@@ -169,11 +190,33 @@ impl InMemory {
     }
 }
 
+thread_local! {
+    static NEXT_RANDOM: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes the next random() of an in-memory run's statements give `value`
+/// (once), so that the fuzzer reaches both ends of a backoff's jitter.
+pub fn next_random(value: i64) {
+    NEXT_RANDOM.with(|n| n.set(Some(value)));
+}
+
+/// How often (in SQLite instructions of one statement) the progress
+/// handler of an in-memory run is called, and how many calls one step may
+/// take before it is interrupted: 20 million instructions, a tenth of a
+/// second of work.
+const PROGRESS_EVERY: std::os::raw::c_int = 1_000_000;
+const RUNAWAY_CALLS_MOST: u32 = 20;
+
+thread_local! {
+    static RUNAWAY_CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Prepared statements an in-memory run's connection keeps.
 const STATEMENT_CACHE: usize = 64;
 
 impl Session for InMemory {
     fn send(&mut self, _worker: usize, request: Request) -> Result<Answer, String> {
+        RUNAWAY_CALLS.with(|n| n.set(0));
         Ok(self.driver.handle(request))
     }
 

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+use super::scale::{self, Scaling};
 use super::svg::{self, end_class, View};
 use super::timeline::{RunEnd, Timeline};
 use super::{by_family, not_passed, tally, CaseReport, FamilyRow, RunInfo, Status};
@@ -70,6 +71,17 @@ i.overlap{background:#fbd3d3;outline:1px dashed #d50000}
 .chip.warn{background:#fff3c4}.chip.skipped{background:#eee;color:#777}.chip.not-run{background:#fff;border:1px dashed #bbb;color:#777}
 tr.gap td{background:#ffebee}tr.explained td{background:#fffde7}
 details>summary{cursor:pointer}
+.scale-grid{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}figure.scale{margin:0;border:1px solid #ddd;border-radius:4px;padding:6px 8px;width:300px}
+figure.scale.warn,figure.scale.fail{border-color:#e57373;background:#fffafa}figure.scale figcaption{font-size:12px;color:#444}
+svg.scale{display:block;font:10.5px system-ui,sans-serif}svg.scale .axis line{stroke:#e6e6e6}svg.scale .axis text{fill:#666}
+svg.scale .past-bound{fill:#ffebee}svg.scale .flat{stroke:#9e9e9e;stroke-dasharray:5 3;stroke-width:1.2}
+svg.scale .linear{stroke:#c62828;stroke-dasharray:1.5 3;stroke-width:1.4}svg.scale .sample{fill:#455a64;fill-opacity:.35}
+svg.scale line.median{stroke:#2e7d32;stroke-width:2.2}svg.scale circle.median{fill:#2e7d32}
+svg.scale.grows line.median{stroke:#c62828}svg.scale.grows circle.median{fill:#c62828}
+svg.scale .ratio{text-anchor:end;font-weight:700;font-size:12px;fill:#2e7d32}svg.scale.grows .ratio{fill:#c62828}
+i.flat{border-top:2px dashed #9e9e9e;height:0!important}i.linear{border-top:2px dotted #c62828;height:0!important}
+i.median{background:#2e7d32;border-radius:50%;width:9px!important}i.sample{background:#90a4ae;border-radius:50%;width:6px!important;height:6px!important}
+i.past-bound{background:#ffebee;outline:1px solid #f5c6c6}
 "#;
 
 /// A little script: a bar's or mark's title shown under its timeline on
@@ -99,6 +111,7 @@ pub fn page(reports: &[CaseReport], elapsed: Duration, runs: &[RunInfo]) -> Stri
         if failed == 0 { "passed".to_string() } else { format!("{failed} failed") }
     );
     header(&mut out, reports, elapsed, runs);
+    scale_section(&mut out, reports);
     let not_passing: Vec<&CaseReport> = reports.iter().filter(|r| not_passed(r)).collect();
     if !not_passing.is_empty() {
         let _ = write!(out, "<h2 id=\"not-passed\">Cases that did not pass ({})</h2>", not_passing.len());
@@ -238,10 +251,53 @@ fn case_section(out: &mut String, r: &CaseReport) {
             markdown(text)
         );
     }
+    if let Some(scaling) = &r.scale {
+        let _ = write!(out, "<h3>Cost against size</h3>{SCALE_LEGEND}{}", scale::chart(&r.id, scaling));
+    }
     if let Some(timeline) = &r.timeline {
         timeline_block(out, timeline);
     }
     out.push_str("</section>");
+}
+
+/// What the marks of a scale chart are.
+const SCALE_LEGEND: &str = "<p class=\"legend\"><span><i class=\"sample\"></i>a sample</span>\
+    <span><i class=\"median\"></i>the median, small file to large (red: past the bound)</span>\
+    <span><i class=\"flat\"></i>no growth</span><span><i class=\"linear\"></i>growth with the jobs (a scan)</span>\
+    <span><i class=\"past-bound\"></i>past the bound</span></p>";
+
+/// The scale cases at a glance: a chart each, cost against size on log
+/// axes, whatever their status.
+fn scale_section(out: &mut String, reports: &[CaseReport]) {
+    let scaled: Vec<(&CaseReport, &Scaling)> =
+        reports.iter().filter_map(|r| r.scale.as_ref().map(|s| (r, s))).collect();
+    if scaled.is_empty() {
+        return;
+    }
+    let grows = scaled.iter().filter(|(_, s)| !s.passes()).count();
+    let _ = write!(
+        out,
+        "<h2 id=\"scale\">How each step's cost grows ({} scale cases, {grows} past the bound)</h2>\
+         <p>Each step timed on a small file and on a large one (CPU time, medians of interleaved samples). \
+         A step through an index stays flat; one that scans the file climbs with the dotted line.</p>{SCALE_LEGEND}\
+         <div class=\"scale-grid\">",
+        scaled.len()
+    );
+    for (r, s) in scaled {
+        let _ = write!(
+            out,
+            "<figure class=\"scale {}\"><a href=\"#{}\">{}</a> <span class=\"chip {}\">{}</span>{}<figcaption>{}: {}</figcaption></figure>",
+            status_class(r.status),
+            anchor(r),
+            esc(&r.id),
+            status_class(r.status),
+            esc(r.status.as_str()),
+            scale::chart(&r.id, s),
+            esc(&s.step),
+            esc(&s.line())
+        );
+    }
+    out.push_str("</div>");
 }
 
 /// A timeline: its legend, the whole of it, and a close-up of the blamed
@@ -581,6 +637,7 @@ mod page_tests {
             rules: vec!["6.3".into()],
             rule_text: crate::spec::rule_text("6.3"),
             timeline,
+            scale: None,
         }
     }
 

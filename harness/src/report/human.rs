@@ -160,6 +160,15 @@ pub fn summary(reports: &[CaseReport], elapsed: Duration) -> String {
         let figures: Vec<String> = figures.iter().map(|(name, n)| format!("{name} {n}")).collect();
         let _ = writeln!(out, "figures: {}", figures.join(", "));
     }
+    let scaled: Vec<&CaseReport> = reports.iter().filter(|r| r.scale.is_some()).collect();
+    if !scaled.is_empty() {
+        let _ = writeln!(out, "\nhow each step's cost grows, from the small file to the large one:");
+        for r in scaled {
+            if let Some(s) = &r.scale {
+                let _ = writeln!(out, "  {:<28} {:<5} {}", r.id, r.status.as_str(), s.line());
+            }
+        }
+    }
     let replay: Vec<&CaseReport> =
         reports.iter().filter(|r| r.status.is_bad() || r.status == Status::Warn).collect();
     if !replay.is_empty() {

@@ -85,11 +85,25 @@ pub fn write_junit(
             if !r.rules.is_empty() {
                 case.add_property(Property::new("rules", r.rules.join(" ")));
             }
+            if let Some(s) = &r.scale {
+                for (name, value) in [
+                    ("scale-small-jobs", s.small_rows.to_string()),
+                    ("scale-large-jobs", s.large_rows.to_string()),
+                    ("scale-small-ms", format!("{:.4}", s.small_ms)),
+                    ("scale-large-ms", format!("{:.4}", s.large_ms)),
+                    ("scale-ratio", format!("{:.3}", s.ratio)),
+                    ("scale-bound", s.bound.to_string()),
+                ] {
+                    case.add_property(Property::new(name, value));
+                }
+            }
             if not_passed(r) {
                 // JUnit knows no warning: a warned case counts as passed, and
                 // says why where CI systems show output; every case that did
                 // not pass shows there what the HTML report shows of it.
                 case.set_system_out(details(r));
+            } else if let Some(s) = &r.scale {
+                case.set_system_out(format!("{}: {}\n", s.step, s.line()));
             }
             case.set_time(Duration::from_millis(r.duration_ms as u64));
             suite.add_test_case(case);

@@ -14,6 +14,7 @@ mod json;
 mod junit;
 pub mod matrix;
 pub mod merge;
+pub mod scale;
 mod svg;
 pub mod timeline;
 mod verdict;
@@ -29,6 +30,19 @@ pub trait Reporter: Send {
     fn begin(&mut self, _total: usize, _run: &RunInfo) {}
     fn case_done(&mut self, report: &CaseReport);
     fn end(&mut self, _reports: &[CaseReport], _elapsed: std::time::Duration) {}
+}
+
+/// 1234567 as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Counts per status, in a fixed order.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::scale::Scaling;
 use super::timeline::Timeline;
 use crate::cases::Level;
 
@@ -86,6 +87,10 @@ pub struct CaseReport {
     /// case with `-v`), when it ran workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// A scale case's figures: the cost of its step on a small and a large
+    /// file, whatever its outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<Scaling>,
 }
 
 /// What a run was: the programs, the seed, the machine and the date. The
@@ -187,5 +192,6 @@ pub fn sample(id: &str, level: Level, status: Status) -> CaseReport {
         rules: Vec::new(),
         rule_text: None,
         timeline: None,
+        scale: None,
     }
 }

@@ -7,7 +7,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -413,6 +412,70 @@ pub const BUGS: &[Bug] = &[
         replaced: &[],
         serve: SOUND,
     },
+    // The cost of the steps (the scale cases): each keeps every rule of
+    // FORMAT.md and gets slower as the file grows.
+    Bug {
+        name: "no-indexes",
+        what: "init makes the tables without the four indexes (legal: other programs need not make them), so that \
+               every claim walks the table",
+        edits: &[],
+        replaced: &[
+            (Stmt::CreateIndexDue, NOTHING),
+            (Stmt::CreateIndexNext, NOTHING),
+            (Stmt::CreateIndexLeases, NOTHING),
+            (Stmt::CreateIndexState, NOTHING),
+        ],
+        serve: SOUND,
+    },
+    Bug {
+        name: "pick-without-index",
+        what: "a claim picks its job by sorting every due job of the table (NOT INDEXED), not by seeking the `due` \
+               index at each priority",
+        edits: &[],
+        replaced: &[(
+            Stmt::Pick,
+            "SELECT id FROM ukue_jobs NOT INDEXED WHERE queue = :queue AND state = 'ready' AND run_at <= :now \
+             ORDER BY priority DESC, run_at, id LIMIT 1",
+        )],
+        serve: SOUND,
+    },
+    Bug {
+        name: "reap-walks-running",
+        what: "a worker's look for expired leases, and the claim's reap, walk every running job (in the `state` \
+               index, as SQLite's planner picks without `INDEXED BY`), as the published command's do",
+        edits: &[
+            (
+                Stmt::Look,
+                "(SELECT coalesce(lease_until, 0) FROM ukue_jobs INDEXED BY ukue_jobs_leases\n        \
+                 WHERE state = 'running' ORDER BY lease_until LIMIT 1)",
+                "(SELECT min(coalesce(lease_until, 0)) FROM ukue_jobs WHERE state = 'running')",
+            ),
+            (Stmt::ExpireUnleased, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+            (Stmt::ReapDead, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+            (Stmt::ReapReady, "UPDATE ukue_jobs INDEXED BY ukue_jobs_leases", "UPDATE ukue_jobs"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "add-counts-queue",
+        what: "an add first counts the jobs of its queue (as a cap on a queue's length would), walking them all",
+        edits: &[(
+            Stmt::Add,
+            "VALUES (:queue, :payload, :priority, :max_attempts, :run_at, :now, :now)",
+            "SELECT :queue, :payload, :priority, :max_attempts, :run_at, :now, :now \
+             WHERE (SELECT count(*) FROM ukue_jobs WHERE queue = :queue) < 1000000000",
+        )],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "list-walks-from-start",
+        what: "list --after N walks the jobs from the first id to N (`+id`: no seek in the table)",
+        edits: &[(Stmt::List, "WHERE id > :after", "WHERE +id > :after")],
+        replaced: &[],
+        serve: SOUND,
+    },
     Bug {
         name: "claim-64k-payload",
         what: "a claim hands out only the first 64 KiB of a job's payload (to work's command and over HTTP)",
@@ -475,7 +538,7 @@ pub enum CliEdit {
     /// How a command line that cannot be read ends, in place of clap's
     /// message and exit status 2 (clap's `--help` and `--version` come
     /// here too).
-    Unreadable(fn(clap::Error) -> ExitCode),
+    Unreadable(fn(clap::Error) -> u8),
 }
 
 pub const CLI_BUGS: &[CliBug] = &[
@@ -507,7 +570,7 @@ pub const CLI_BUGS: &[CliBug] = &[
         what: "exit.usage: a command line that cannot be read exits with status 1, as an error does",
         edit: CliEdit::Unreadable(|e| {
             let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 1 } else { 0 })
+            u8::from(e.use_stderr())
         }),
     },
     CliBug {
@@ -518,7 +581,7 @@ pub const CLI_BUGS: &[CliBug] = &[
             if e.use_stderr() {
                 let _ = e.print();
             }
-            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+            u8::try_from(e.exit_code()).unwrap_or(2)
         }),
     },
     CliBug {
@@ -836,7 +899,7 @@ pub const CLI_BUGS: &[CliBug] = &[
     },
     CliBug {
         name: "stdin-add-default-options",
-        what: "add.priority, add.attempts: an add that reads its payload from stdin takes the default priority and attempts, whatever --priority and --attempts say",
+        what: "add.priority: an add that reads its payload from stdin takes the default priority and attempts, whatever --priority and --attempts say",
         edit: CliEdit::Args(|cmd| {
             if let Cmd::Add(args) = cmd {
                 if args.payload.as_deref().is_none_or(|p| p == "-") {
@@ -1039,6 +1102,31 @@ pub fn names() -> String {
         .chain(CLI_BUGS.iter().map(|b| b.name))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The FORMAT.md that `UKUE_BROKEN=name` runs: a bug's
+/// ([`spec`]), or a generated or hand-made mutant's
+/// (crate::subjects::mutants, named `STATEMENT/KIND-N`).
+pub fn spec_named(name: &str) -> Result<Arc<Spec>, String> {
+    if let Some(mutant) = super::mutants::named(name) {
+        return Ok(mutant.spec());
+    }
+    match bug(name) {
+        Some(bug) => spec(bug),
+        None => Err(format!(
+            "UKUE_BROKEN={name} is none of {} (nor a mutant: ukue-conformance mutants lists them)",
+            names()
+        )),
+    }
+}
+
+/// The FORMAT.md that `UKUE_BROKEN` names ([`spec_named`]), or the
+/// builtin one when it is unset or empty.
+pub fn spec_from_env() -> Result<Arc<Spec>, String> {
+    match std::env::var("UKUE_BROKEN") {
+        Ok(name) if !name.is_empty() => spec_named(&name),
+        _ => Ok(Spec::builtin()),
+    }
 }
 
 /// The builtin spec with `bug`'s edits; an edit that no longer applies is

@@ -12,19 +12,43 @@ use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{from_fn, Next};
 use axum::response::Response;
+use axum::Router;
 use ukue::cli::args::ServeArgs;
-use ukue::cli::serve::{serve, serve_with};
+use ukue::cli::serve::serve_with;
 use ukue::OpenOptions;
 
 use super::broken::ServeFlaw;
 
 /// Runs `serve` with `flaw`.
-pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) -> anyhow::Result<()> {
+pub fn serve_flawed(options: OpenOptions, args: ServeArgs, flaw: ServeFlaw) -> anyhow::Result<()> {
+    let Flawed { args, around } = flawed(&options, args, flaw)?;
+    serve_with(options, args, around)?;
+    if flaw == ServeFlaw::StopExitsNonZero {
+        anyhow::bail!("stopped")
+    }
+    Ok(())
+}
+
+/// What a flawed server serves: the reference's API with these
+/// arguments, inside this layer (the serve_requests fuzzer builds it in
+/// its process).
+pub struct Flawed {
+    pub args: ServeArgs,
+    pub around: Box<dyn FnOnce(Router) -> Router>,
+}
+
+fn layered(args: ServeArgs, around: impl FnOnce(Router) -> Router + 'static) -> anyhow::Result<Flawed> {
+    Ok(Flawed { args, around: Box::new(around) })
+}
+
+/// The arguments and the layer of `flaw` (the reference's own for
+/// [`ServeFlaw::None`] and for the flaws that show only when it stops).
+pub fn flawed(options: &OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) -> anyhow::Result<Flawed> {
     match flaw {
-        ServeFlaw::None => serve(options, args),
+        ServeFlaw::None | ServeFlaw::StopExitsNonZero => layered(args, |api| api),
         ServeFlaw::NoBodyLimit => {
             args.max_body = u64::MAX;
-            serve(options, args)
+            layered(args, |api| api)
         }
         ServeFlaw::Unauthenticated { method, prefix } => {
             // The reference checks the token; the flaw hands it the token
@@ -45,9 +69,9 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                     next.run(request).await
                 }
             };
-            serve_with(options, args, move |api| api.layer(from_fn(open)))
+            layered(args, move |api| api.layer(from_fn(open)))
         }
-        ServeFlaw::KeepsAbandonedClaims => serve_with(options, args, |api| {
+        ServeFlaw::KeepsAbandonedClaims => layered(args, |api| {
             api.layer(from_fn(|request: Request, next: Next| async move {
                 if request.uri().path() != "/v1/claim" {
                     return next.run(request).await;
@@ -58,7 +82,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                     .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
             }))
         }),
-        ServeFlaw::RefusesUnread => serve_with(options, args, |api| {
+        ServeFlaw::RefusesUnread => layered(args, |api| {
             api.layer(from_fn(|request: Request, next: Next| async move {
                 if request.method() != axum::http::Method::PUT {
                     return next.run(request).await;
@@ -72,7 +96,6 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             }))
         }),
         ServeFlaw::NegativeDelayZero => edit_body(
-            options,
             args,
             |m, p| m == "POST" && p == "/v1/jobs",
             |body| {
@@ -82,7 +105,6 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             },
         ),
         ServeFlaw::DurationsInMilliseconds => edit_body(
-            options,
             args,
             |m, _| m == "POST",
             |body| {
@@ -94,7 +116,6 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             },
         ),
         ServeFlaw::IgnoresRetryIn => edit_body(
-            options,
             args,
             |m, p| m == "POST" && p.ends_with("/fail"),
             |body| {
@@ -104,7 +125,6 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             },
         ),
         ServeFlaw::RetryAllIgnoresQueue => edit_body(
-            options,
             args,
             |m, p| m == "POST" && p == "/v1/retry",
             |body| {
@@ -113,7 +133,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                 }
             },
         ),
-        ServeFlaw::RetryNotDeadConflict => serve_with(options, args, |api| {
+        ServeFlaw::RetryNotDeadConflict => layered(args, |api| {
             api.layer(from_fn(|request: Request, next: Next| async move {
                 let retry = request.uri().path().ends_with("/retry") && request.uri().path() != "/v1/retry";
                 let response = next.run(request).await;
@@ -123,7 +143,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                 response
             }))
         }),
-        ServeFlaw::JsonContentTypeOnly => serve_with(options, args, |api| {
+        ServeFlaw::JsonContentTypeOnly => layered(args, |api| {
             api.layer(from_fn(|request: Request, next: Next| async move {
                 let json = request
                     .headers()
@@ -145,11 +165,11 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             let lost = move |request: Request, next: Next| {
                 refuse_expired(file.clone(), opener.clone(), request, next)
             };
-            serve_with(options, args, move |api| api.layer(from_fn(lost)))
+            layered(args, move |api| api.layer(from_fn(lost)))
         }
-        ServeFlaw::LooksOnlyAtEnds => serve_with(options, args, |api| api.layer(from_fn(look_at_ends))),
-        ServeFlaw::WaitUncapped => serve_with(options, args, |api| api.layer(from_fn(wait_past_cap))),
-        ServeFlaw::ListLimitFifty => serve_with(options, args, |api| {
+        ServeFlaw::LooksOnlyAtEnds => layered(args, |api| api.layer(from_fn(look_at_ends))),
+        ServeFlaw::WaitUncapped => layered(args, |api| api.layer(from_fn(wait_past_cap))),
+        ServeFlaw::ListLimitFifty => layered(args, |api| {
             api.layer(from_fn(|mut request: Request, next: Next| async move {
                 let uri = request.uri();
                 let query = uri.query().unwrap_or("");
@@ -165,7 +185,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
         }),
         ServeFlaw::IgnoresKeepDone => {
             args.keep_done = false;
-            serve(options, args)
+            layered(args, |api| api)
         }
         ServeFlaw::HostPortChecked | ServeFlaw::HostsCheckedWithToken => {
             let port = args.addr.port;
@@ -191,22 +211,18 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
                 }
                 next.run(request).await
             };
-            serve_with(options, args, move |api| api.layer(from_fn(hosts)))
+            layered(args, move |api| api.layer(from_fn(hosts)))
         }
         ServeFlaw::BodyLimitOneShort => {
             args.max_body = args.max_body.saturating_sub(1).max(1);
-            serve(options, args)
+            layered(args, |api| api)
         }
         ServeFlaw::UntrimmedTokenFile => {
             if let Some(path) = args.token_file.take() {
                 // Before any thread of the server's runs.
                 std::env::set_var("UKUE_TOKEN", std::fs::read_to_string(path)?);
             }
-            serve(options, args)
-        }
-        ServeFlaw::StopExitsNonZero => {
-            serve(options, args)?;
-            anyhow::bail!("stopped")
+            layered(args, |api| api)
         }
         ServeFlaw::FinishesAbandonedClaims => {
             let file = args.file.clone();
@@ -214,7 +230,7 @@ pub fn serve_flawed(options: OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) 
             let finish = move |request: Request, next: Next| {
                 finish_abandoned(file.clone(), opener.clone(), request, next)
             };
-            serve_with(options, args, move |api| api.layer(from_fn(finish)))
+            layered(args, move |api| api.layer(from_fn(finish)))
         }
     }
 }
@@ -230,11 +246,10 @@ fn refusal(status: StatusCode, msg: &str) -> Response {
 /// Serves with a layer that edits the JSON body of each request that
 /// `applies` to (its method and path) before the reference reads it.
 fn edit_body(
-    options: OpenOptions,
     args: ServeArgs,
     applies: fn(&str, &str) -> bool,
     edit: fn(&mut serde_json::Value),
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Flawed> {
     let layer = move |request: Request, next: Next| async move {
         if !applies(request.method().as_str(), request.uri().path()) {
             return next.run(request).await;
@@ -251,7 +266,7 @@ fn edit_body(
         parts.headers.remove(header::CONTENT_LENGTH);
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     };
-    serve_with(options, args, move |api| api.layer(from_fn(layer)))
+    layered(args, move |api| api.layer(from_fn(layer)))
 }
 
 /// A call about a held job (`/v1/jobs/{id}/ack` …) whose lease has run

@@ -15,6 +15,7 @@ use super::observe::strace::printed_id;
 use super::process::{Procs, Spawned};
 use super::{Subject, Subjects};
 use crate::history::{History, WorkerEvents};
+use crate::report::scale::Scaling;
 use crate::subjects::Failure;
 
 /// How long one command of a subject may take before the case fails.
@@ -35,6 +36,14 @@ pub struct Ctx {
     /// How long a case that generates its runs goes on generating them
     /// (`--generate-for`).
     pub generate_for: Duration,
+    /// The jobs of every scale case's large file (`--scale-rows`); None:
+    /// each case's own.
+    pub scale_rows: Option<u64>,
+    /// A scale case's figures, for the reports.
+    pub scale: Option<Scaling>,
+    /// The worker and producer processes of the concurrency, interop and
+    /// crash cases (`--processes`); None: each case's own (3 or 4).
+    pub processes: Option<usize>,
     /// Figures a case reports whatever its outcome (shown with `-v`, and
     /// in the JSON report).
     pub notes: Vec<String>,
@@ -65,6 +74,9 @@ impl Ctx {
             tracked: Vec::new(),
             crash_kills: DEFAULT_CRASH_KILLS,
             generate_for: DEFAULT_GENERATE_FOR,
+            scale_rows: None,
+            scale: None,
+            processes: None,
             notes: Vec::new(),
             figures: Default::default(),
             events: WorkerEvents::default(),
@@ -146,6 +158,17 @@ impl Ctx {
         args: &[A],
         stdin: Option<&[u8]>,
     ) -> Result<Output, Failure> {
+        Ok(self.run_measured(who, args, stdin)?.0)
+    }
+
+    /// [`run_os_with`](Self::run_os_with), with the CPU time the process
+    /// spent (crate::subjects::observe::cpu).
+    pub fn run_measured<A: AsRef<OsStr>>(
+        &self,
+        who: &Subject,
+        args: &[A],
+        stdin: Option<&[u8]>,
+    ) -> Result<(Output, Duration), Failure> {
         let mut cmd = Command::new(&who.program);
         cmd.args(&who.args)
             .args(args)
@@ -171,8 +194,8 @@ impl Ctx {
         let stderr = spawned.child.stderr.take();
         let out_thread = drain(stdout);
         let err_thread = drain(stderr);
-        let status = spawned.wait_timeout(limit)?;
-        let Some(status) = status else {
+        let ended = spawned.wait_with_cpu(limit)?;
+        let Some((status, cpu)) = ended else {
             spawned.signal_group(nix::sys::signal::Signal::SIGKILL);
             return Err(Failure::timeout(
                 format!("`{shown}` to end within {} s", limit.as_secs()),
@@ -181,7 +204,7 @@ impl Ctx {
         };
         let stdout = out_thread.join().unwrap_or_default();
         let stderr = err_thread.join().unwrap_or_default();
-        Ok(Output { status, stdout, stderr })
+        Ok((Output { status, stdout, stderr }, cpu))
     }
 
     pub fn run(&self, who: &Subject, args: &[&str]) -> Result<Output, Failure> {

@@ -39,6 +39,7 @@ pub mod ctx;
 pub mod driver;
 mod failure;
 pub mod http_worker;
+pub mod mutants;
 pub mod observe;
 pub mod probe;
 pub mod process;

@@ -48,7 +48,7 @@ impl Procs {
         let child = cmd.spawn()?;
         let pid = child.id() as i32;
         self.groups.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
-        Ok(Spawned { child, pid })
+        Ok(Spawned { child, pid, reaped: false })
     }
 
     /// Kills every group this case started that still holds one of its
@@ -133,6 +133,9 @@ fn group_of(pid: i32) -> Option<i32> {
 pub struct Spawned {
     pub child: Child,
     pid: i32,
+    /// Reaped by [`Spawned::wait_with_cpu`], behind the std `Child`'s back:
+    /// its pid may be another process's by now.
+    reaped: bool,
 }
 
 impl Spawned {
@@ -157,22 +160,66 @@ impl Spawned {
     pub fn wait_timeout(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
         wait_timeout(&mut self.child, limit)
     }
+
+    /// Waits for the process to end, up to `limit`, and reaps it with the
+    /// CPU time it spent (user and system, with the children it waited
+    /// for; crate::subjects::observe::cpu).
+    pub fn wait_with_cpu(&mut self, limit: Duration) -> io::Result<Option<(ExitStatus, Duration)>> {
+        let pid = self.pid;
+        let ended = wait_for_exit(pid as u32, limit, || reap_with_cpu(pid))?;
+        self.reaped = ended.is_some();
+        Ok(ended)
+    }
+}
+
+/// `wait4(pid, WNOHANG)`: the exit status and CPU time of `pid` once it has
+/// ended, None while it runs.
+fn reap_with_cpu(pid: i32) -> io::Result<Option<(ExitStatus, Duration)>> {
+    use nix::libc;
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the length of the call.
+    let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+    if reaped < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(None) } else { Err(e) };
+    }
+    if reaped == 0 {
+        return Ok(None);
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok(Some((ExitStatus::from_raw(status), time(usage.ru_utime) + time(usage.ru_stime))))
 }
 
 /// Waits for `child` to end, up to `limit`: woken by its exit (a pidfd,
 /// Linux 5.3 on), not by a poll, so a command of 15 ms is not reported
 /// done up to 10 ms late; where there is no pidfd, polls every 10 ms.
 pub fn wait_timeout(child: &mut Child, limit: Duration) -> io::Result<Option<ExitStatus>> {
+    let pid = child.id();
+    wait_for_exit(pid, limit, || child.try_wait())
+}
+
+/// Asks `ended` (a reap that does not block) until it has the ended
+/// process `pid`, up to `limit`, woken by the exit itself.
+fn wait_for_exit<T>(
+    pid: u32,
+    limit: Duration,
+    mut ended: impl FnMut() -> io::Result<Option<T>>,
+) -> io::Result<Option<T>> {
     let deadline = Instant::now() + limit;
-    if let Some(status) = child.try_wait()? {
-        return Ok(Some(status));
+    if let Some(done) = ended()? {
+        return Ok(Some(done));
     }
-    // Not reaped yet (try_wait found it running, and only we reap it), so
+    // Not reaped yet (`ended` found it running, and only we reap it), so
     // the pid is still this child's.
-    let exit = ExitFd::open(child.id());
+    let exit = ExitFd::open(pid);
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+        if let Some(done) = ended()? {
+            return Ok(Some(done));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -219,6 +266,9 @@ impl ExitFd {
 
 impl Drop for Spawned {
     fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
         if let Ok(None) = self.child.try_wait() {
             let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             let _ = self.child.wait();

@@ -145,22 +145,28 @@ impl WorkerProcess {
     }
 }
 
-/// Starts `who work FILE QUEUE OPTIONS -- probe`, waits (up to `limit`)
-/// until the file holds no job at all, and stops the worker with SIGTERM.
-/// A worker that exits by itself meanwhile fails the case.
+/// Starts `workers` processes of `who work FILE QUEUE OPTIONS -- probe`,
+/// waits (up to `limit`) until the file holds no job at all, and stops
+/// them with SIGTERM. A worker that exits by itself meanwhile fails the
+/// case.
 pub fn drain(
     ctx: &Ctx,
     who: &Subject,
     file: &Path,
     queue: &str,
     options: &[&str],
+    workers: usize,
     limit: Duration,
 ) -> Result<(), Failure> {
-    let mut worker = start_worker(ctx, who, file, queue, options)?;
+    let mut started = (0..workers.max(1))
+        .map(|_| start_worker(ctx, who, file, queue, options))
+        .collect::<Result<Vec<_>, _>>()?;
     let what = format!("`{} work {} {queue}` to run every job of the file", who.name, path_str(file));
     ctx.wait_for(&what, limit, || {
-        worker.still_running(&format!("{what} and keep running until stopped"))?;
+        for worker in &mut started {
+            worker.still_running(&format!("{what} and keep running until stopped"))?;
+        }
         Ok(job_count(file)? == 0)
     })?;
-    worker.stop(Duration::from_secs(30))
+    started.into_iter().try_for_each(|worker| worker.stop(Duration::from_secs(30)))
 }

@@ -64,21 +64,11 @@ pub fn serve_with(
             .await
             .with_context(|| format!("listening on {}:{}", args.addr.host, args.addr.port))?;
         let bound = listener.local_addr()?;
-        let (stop_tx, stop) = tokio::sync::watch::channel(false);
-        let server = Arc::new(Server {
-            store: store::Store::new(&args.file, options, args.keep_done),
-            max_body: usize::try_from(args.max_body).unwrap_or(usize::MAX),
-            token,
-            stop: stop.clone(),
-        });
-        // With a token, the token is the guard, and any host name is
-        // answered (as the published server does): a name of this machine
-        // in /etc/hosts, a tunnel's.
-        let hosts = (loopback && server.token.is_none()).then(|| guard::Hosts::loopback(bound));
-        let auth = if server.token.is_some() { "token required" } else { "no token" };
+        let auth = if token.is_some() { "token required" } else { "no token" };
         eprintln!("ukue serve: {} on http://{bound} ({auth})", args.file.display());
-        let app = around(routes::router(server, hosts));
-        let mut stopped = stop.clone();
+        let Api { router, stop: stop_tx } = build(options, &args, token, bound);
+        let app = around(router);
+        let mut stopped = stop_tx.subscribe();
         let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stopped.wait_for(|s| *s).await;
         });
@@ -89,6 +79,43 @@ pub fn serve_with(
         eprintln!("ukue serve: stopped");
         anyhow::Ok(())
     })
+}
+
+/// The API of a file as a router that listens nowhere, for a program that
+/// serves it itself (among routes of its own, or in-process as the fuzzer
+/// does), as the published `server.New` hands back a handler; and how to
+/// stop it.
+pub struct Api {
+    pub router: axum::Router,
+    /// Sending true answers waiting claims at once (204), as a stopping
+    /// server does.
+    pub stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// The API of the file `args` names ([`Api`]), checked as [`serve`]
+/// checks it (a file to refuse, the token), as if it listened at `bound`
+/// (the Host check of a server without a token). Its steps need a tokio
+/// runtime.
+pub fn api(options: OpenOptions, args: &ServeArgs, bound: SocketAddr) -> Result<Api> {
+    drop(options.clone().access(crate::Access::Existing).open(&args.file)?);
+    let token = token(args)?;
+    Ok(build(options, args, token, bound))
+}
+
+fn build(options: OpenOptions, args: &ServeArgs, token: Option<String>, bound: SocketAddr) -> Api {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let server = Arc::new(Server {
+        store: store::Store::new(&args.file, options, args.keep_done),
+        max_body: usize::try_from(args.max_body).unwrap_or(usize::MAX),
+        token,
+        stop: stopped,
+    });
+    // With a token, the token is the guard, and any host name is answered
+    // (as the published server does): a name of this machine in
+    // /etc/hosts, a tunnel's.
+    let hosts =
+        (is_loopback(&args.addr.host) && server.token.is_none()).then(|| guard::Hosts::loopback(bound));
+    Api { router: routes::router(server, hosts), stop }
 }
 
 /// Waits for SIGINT or SIGTERM, tells everyone, then gives requests in

@@ -125,8 +125,23 @@ pub enum Op {
     },
 }
 
-/// The token a forged holder step presents: no claim ever gives it.
+/// The token a forged holder step presents when it has no claim's token
+/// to forge: no claim ever gives it.
 pub const FORGED_TOKEN: &str = "forged-token-00000000000000000000";
+
+/// A forgery of `token`: its last character one before or after (which,
+/// depends on the character), so that the forgery sorts next to the real
+/// one, on either side, and a statement that compares tokens with
+/// anything but `=` takes it (tokens are random: no claim gives it).
+pub fn forge(token: &str) -> String {
+    let mut chars: Vec<char> = token.chars().collect();
+    if let Some(last) = chars.last_mut() {
+        let code = u32::from(*last);
+        let near = if code % 2 == 0 { code.saturating_sub(1) } else { code + 1 };
+        *last = char::from_u32(near).filter(|c| c != last).unwrap_or('!');
+    }
+    chars.into_iter().collect()
+}
 
 impl Op {
     /// The worker that performs the step (none for a clock advance).
@@ -166,8 +181,11 @@ impl Op {
     /// on (holder steps), or the job id (retry, delete).
     pub fn request(&self, now: i64, id: Option<i64>, token: Option<&str>) -> Option<Request> {
         let now_ms = Some(now);
-        let token =
-            |forged: bool| if forged { FORGED_TOKEN.to_string() } else { token.unwrap_or("").to_string() };
+        let token = |forged: bool| match (forged, token) {
+            (false, token) => token.unwrap_or("").to_string(),
+            (true, Some(token)) => forge(token),
+            (true, None) => FORGED_TOKEN.to_string(),
+        };
         Some(match self {
             Op::Add { label, queue, priority, max_attempts, delay_ms, .. } => Request::Add {
                 queue: queue.clone(),

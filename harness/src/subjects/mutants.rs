@@ -1,0 +1,621 @@
+//! Mutants of FORMAT.md's statements, made mechanically: the fuzzers are
+//! judged by how many they kill and how fast (fuzz/time-to-bug.sh).
+//!
+//! Every SQL statement of spec/FORMAT.md is mutated five ways:
+//! - `cmp`: a comparison operator swapped for each of its neighbours, the
+//!   relations that differ from it for exactly one of less, equal and
+//!   greater (`<` becomes `<=` or `!=`, `=` becomes `<=` or `>=`);
+//! - `const`: a number moved by one, down and up;
+//! - `where`: a conjunct of a WHERE dropped (a WHERE of one conjunct, whole);
+//! - `order`: the direction of an ORDER BY term reversed;
+//! - `set`: an assignment of an UPDATE's SET dropped.
+//!
+//! The hand-made mutations of tests/spec_mutations.rs
+//! (tests/spec_mutations.txt, `hand`) join them. A mutant is named
+//! `STATEMENT/KIND-N` (`pick/cmp-3`) and chosen at run time by
+//! `UKUE_BROKEN=NAME`, as the hand-made bugs of crate::subjects::broken
+//! are, so that one build runs every mutant. [`EQUIVALENT`] lists those
+//! that no run can kill, with the reason; [`UNREACHED`] those that only
+//! other tests can (the fuzzers run in memory, after the file is made).
+
+use std::sync::{Arc, OnceLock};
+
+use ukue::{Spec, Stmt};
+
+/// One mutant: one statement's text edited once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mutant {
+    /// `STATEMENT/KIND-N`, N counting from 1 within the statement and kind.
+    pub name: String,
+    pub stmt: Stmt,
+    /// What changed: the text before and after, with a little context.
+    pub what: String,
+    /// The statement's mutated text.
+    pub text: String,
+}
+
+impl Mutant {
+    /// The builtin spec with this mutant's statement.
+    pub fn spec(&self) -> Arc<Spec> {
+        Arc::new(Spec::builtin().with(self.stmt, self.text.clone()))
+    }
+}
+
+/// Mutants that behave as the statement they mutate for every input the
+/// format allows: no run can kill them. Each with the reason.
+pub const EQUIVALENT: &[(&str, &str)] = &[
+    ("next_run_at/const-2", WHY_LIMIT),
+    ("pick/const-2", WHY_LIMIT),
+    ("pick/const-4", WHY_LIMIT),
+    ("fail/const-7", WHY_SHIFT),
+    ("fail/const-8", WHY_SHIFT),
+    ("fail/const-17", WHY_SHIFT),
+    ("fail/const-18", WHY_SHIFT),
+    ("reap_ready/const-7", WHY_SHIFT),
+    ("reap_ready/const-8", WHY_SHIFT),
+    ("reap_ready/const-17", WHY_SHIFT),
+    ("reap_ready/const-18", WHY_SHIFT),
+    ("fail/const-5", WHY_MAX0),
+    ("fail/const-15", WHY_MAX0),
+    ("reap_ready/const-5", WHY_MAX0),
+    ("reap_ready/const-15", WHY_MAX0),
+    ("release/const-3", WHY_MAX0),
+    ("fail/const-11", WHY_NARROW),
+    ("fail/const-19", WHY_NARROW),
+    ("fail/const-22", WHY_NARROW),
+    ("fail/const-23", WHY_NARROW),
+    ("reap_ready/const-11", WHY_NARROW),
+    ("reap_ready/const-19", WHY_NARROW),
+    ("reap_ready/const-22", WHY_NARROW),
+    ("reap_ready/const-23", WHY_NARROW),
+    ("fail/const-14", WHY_NARROW),
+    ("reap_ready/const-14", WHY_NARROW),
+    ("fail/const-20", WHY_SAME_TENTH),
+    ("reap_ready/const-20", WHY_SAME_TENTH),
+    ("finish_delete/cmp-3", WHY_RUNNING),
+    ("finish_delete/cmp-4", WHY_RUNNING),
+    ("finish_delete/where-2", WHY_RUNNING),
+    ("finish_keep/cmp-3", WHY_RUNNING),
+    ("finish_keep/cmp-4", WHY_RUNNING),
+    ("finish_keep/where-2", WHY_RUNNING),
+    ("fail/cmp-7", WHY_RUNNING),
+    ("fail/cmp-8", WHY_RUNNING),
+    ("fail/where-2", WHY_RUNNING),
+    ("renew/cmp-3", WHY_RUNNING),
+    ("renew/cmp-4", WHY_RUNNING),
+    ("renew/where-2", WHY_RUNNING),
+    ("release/cmp-3", WHY_RUNNING),
+    ("release/cmp-4", WHY_RUNNING),
+    ("release/where-2", WHY_RUNNING),
+    ("take/cmp-3", WHY_TAKE),
+    ("take/cmp-4", WHY_TAKE),
+    ("take/where-2", WHY_TAKE),
+    ("pick/cmp-1", WHY_LEVELS),
+    ("pick/cmp-2", WHY_LEVELS),
+    ("pick/cmp-5", WHY_LEVELS),
+    ("pick/cmp-6", WHY_LEVELS),
+    ("pick/where-1", WHY_LEVELS),
+    ("pick/where-3", WHY_LEVELS),
+    ("pick/cmp-16", WHY_HIGHER),
+];
+
+const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns the same first row";
+const WHY_SHIFT: &str = "the shift's cap: from attempt 10 on the hour's cap (3,600,000) holds, so a shift of at most 19, 20 or 21 gives the same backoff, and 10000 << 21 does not overflow";
+const WHY_MAX0: &str = "a running job's attempts is at least 1 (take counts the attempt first), so max(attempts - 1, -1) is max(attempts - 1, 0)";
+const WHY_NARROW: &str = "the jitter's range narrowed: every run_at the mutant gives, the published backoff gives too (FORMAT.md §5.6 draws the jitter at random), so no run can tell it from the reference's luck";
+const WHY_SAME_TENTH: &str =
+    "the jitter's range from the hour's cap: 3600001 / 10 is 3600000 / 10 in whole numbers, the same range";
+const WHY_RUNNING: &str = "a row holds a token only while it runs (§7 lease_only_while_running), so `token = :token` already implies `state = 'running'`";
+const WHY_TAKE: &str =
+    "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
+const WHY_LEVELS: &str = "the levels come from more queues' priorities, but they are visited in descending order and a level is taken only when this queue has a due job at it: the same job";
+const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
+
+/// Mutants that change only what the fuzz targets do not run or cannot
+/// see: how a file is made or opened (the targets run on a database made
+/// once, in memory), a default that every add overrides, a CHECK the
+/// library's validation keeps steps from, an index. Other tests judge
+/// these (each says which).
+pub const UNREACHED: &[(&str, &str)] = &[
+    ("create_jobs/const-5", WHY_DEFAULT),
+    ("create_jobs/const-6", WHY_DEFAULT),
+    ("create_jobs/const-15", WHY_DEFAULT),
+    ("create_jobs/const-16", WHY_DEFAULT),
+    ("create_jobs/const-19", WHY_DEFAULT),
+    ("create_jobs/const-20", WHY_DEFAULT),
+    ("create_jobs/const-21", WHY_DEFAULT),
+    ("create_jobs/const-22", WHY_DEFAULT),
+    ("create_jobs/const-23", WHY_DEFAULT),
+    ("create_jobs/const-24", WHY_DEFAULT),
+    ("create_jobs/const-25", WHY_DEFAULT),
+    ("create_jobs/const-26", WHY_DEFAULT),
+    ("create_jobs/const-27", WHY_DEFAULT),
+    ("create_jobs/const-28", WHY_DEFAULT),
+    ("create_jobs/const-29", WHY_DEFAULT),
+    ("create_jobs/const-30", WHY_DEFAULT),
+    ("create_jobs/hand-1", WHY_DEFAULT),
+    ("create_jobs/const-1", WHY_CHECK),
+    ("create_jobs/const-3", WHY_CHECK),
+    ("create_jobs/const-4", WHY_CHECK),
+    ("create_jobs/const-8", WHY_CHECK),
+    ("create_jobs/const-10", WHY_CHECK),
+    ("create_jobs/const-13", WHY_CHECK),
+    ("create_jobs/const-17", WHY_CHECK),
+    ("create_jobs/hand-4", WHY_CHECK),
+    ("create_jobs/hand-5", WHY_CHECK),
+    ("create_jobs/hand-6", WHY_CHECK),
+    ("create_index_due/where-1", WHY_INDEX),
+    ("create_index_next/cmp-1", WHY_INDEX),
+    ("create_index_next/cmp-2", WHY_INDEX),
+    ("create_index_next/where-1", WHY_INDEX),
+    ("create_index_leases/where-1", WHY_INDEX),
+    ("create_index_next/hand-1", WHY_INDEX),
+    ("create_index_next/hand-2", WHY_INDEX),
+    ("create_index_due/hand-1", WHY_INDEX),
+    ("create_index_leases/hand-1", WHY_INDEX),
+    ("create_index_state/hand-1", WHY_INDEX),
+    ("create_meta/hand-1", WHY_INDEX),
+    ("find_tables/cmp-1", WHY_OPEN),
+    ("find_tables/cmp-2", WHY_OPEN),
+    ("find_tables/where-1", WHY_OPEN),
+    ("find_tables/where-2", WHY_OPEN),
+    ("find_tables/order-1", WHY_OPEN),
+    ("find_tables/hand-1", WHY_OPEN),
+    ("set_application_id/const-1", WHY_OPEN),
+    ("set_application_id/const-2", WHY_OPEN),
+    ("set_application_id/hand-1", WHY_OPEN),
+    ("set_busy_timeout/const-1", WHY_OPEN),
+    ("set_busy_timeout/const-2", WHY_OPEN),
+    ("set_busy_timeout/hand-1", WHY_OPEN),
+    ("read_version/cmp-1", WHY_OPEN),
+    ("read_version/cmp-2", WHY_OPEN),
+    ("read_version/where-1", WHY_OPEN),
+    ("read_version/hand-1", WHY_OPEN),
+    ("find_index/cmp-1", WHY_OPEN),
+    ("find_index/cmp-2", WHY_OPEN),
+    ("find_index/cmp-3", WHY_OPEN),
+    ("find_index/cmp-4", WHY_OPEN),
+    ("find_index/where-1", WHY_OPEN),
+    ("count_schema/hand-1", WHY_OPEN),
+    ("count_schema/hand-2", WHY_OPEN),
+    ("set_wal/hand-1", WHY_OPEN),
+    ("read_journal_mode/hand-1", WHY_OPEN),
+    ("set_synchronous/hand-1", WHY_OPEN),
+    ("insert_meta/hand-1", WHY_OPEN),
+    ("rollback/hand-1", WHY_ROLLBACK),
+    ("list/cmp-1", WHY_LIST),
+    ("list/cmp-2", WHY_LIST),
+    ("list/cmp-3", WHY_LIST),
+    ("list/cmp-4", WHY_LIST),
+    ("list/cmp-5", WHY_LIST),
+    ("list/cmp-6", WHY_LIST),
+    ("list/cmp-7", WHY_LIST),
+    ("list/cmp-8", WHY_LIST),
+    ("list/cmp-9", WHY_LIST),
+    ("list/cmp-10", WHY_LIST),
+    ("list/where-1", WHY_LIST),
+    ("list/where-2", WHY_LIST),
+    ("list/where-3", WHY_LIST),
+    ("list/order-1", WHY_LIST),
+    ("list/hand-1", WHY_LIST),
+    ("list/hand-2", WHY_LIST),
+    ("list/hand-3", WHY_LIST),
+    ("list/hand-4", WHY_LIST),
+];
+
+const WHY_DEFAULT: &str = "a column's DEFAULT, which the reference's add never leaves to it (it gives every column); a program that inserts as FORMAT.md's example does sees it (tests/spec_mutations.rs's schema check)";
+const WHY_CHECK: &str = "a CHECK that the library's own validation keeps every step from reaching (queue names of 1 to 200 characters, priorities -100..100, max_attempts of 1 or more, attempts never below 0); the schema check of tests/spec_mutations.rs sees the text";
+const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, so the steps' answers stay; the file's schema differs (tests/spec_mutations.rs, the conformance suite's format cases)";
+const WHY_OPEN: &str = "runs only when a file is made or opened, which the fuzz targets do once, in memory (open_bytes opens every input but checks no model): tests/spec_mutations.rs and the conformance suite's opening and refusal cases judge it";
+const WHY_LIST: &str = "a step the fuzz targets' model has no op for (list): ops_vs_model checks every row after every step, but never lists; tests/spec_mutations.rs's list check, the cli/list-* and http list cases judge it (a gap of the targets)";
+const WHY_ROLLBACK: &str = "runs only when a step fails after it began to write, which the reference's steps never do on a sound in-memory database";
+
+/// Whether `name` is listed in [`EQUIVALENT`] or [`UNREACHED`]: which
+/// (`equivalent`, `unreached`), and why.
+pub fn set_aside(name: &str) -> Option<(&'static str, &'static str)> {
+    let find = |list: &'static [(&'static str, &'static str)]| list.iter().find(|(n, _)| *n == name);
+    find(EQUIVALENT)
+        .map(|(_, why)| ("equivalent", *why))
+        .or_else(|| find(UNREACHED).map(|(_, why)| ("unreached", *why)))
+}
+
+/// Every mutant: the generated ones of every statement, then the
+/// hand-made ones.
+pub fn all() -> &'static [Mutant] {
+    static ALL: OnceLock<Vec<Mutant>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let builtin = Spec::builtin();
+        let mut all: Vec<Mutant> = Stmt::ALL.iter().flat_map(|s| generated(*s, builtin.sql(*s))).collect();
+        all.extend(hand_made().unwrap_or_else(|e| panic!("{e}")));
+        all
+    })
+}
+
+/// The mutant named `name`.
+pub fn named(name: &str) -> Option<&'static Mutant> {
+    all().iter().find(|m| m.name == name)
+}
+
+/// The reader of the hand-made mutations, shared with tests/spec_mutations.rs.
+#[path = "../../../tests/common/mutations.rs"]
+#[allow(dead_code)]
+mod hand;
+
+fn hand_made() -> Result<Vec<Mutant>, String> {
+    let builtin = Spec::builtin();
+    let mut out = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    for m in hand::hand_made(hand::HAND_MADE, &builtin)? {
+        let text = m.apply(&builtin)?;
+        let n = counts.entry(m.stmt).and_modify(|n| *n += 1).or_insert(1);
+        out.push(Mutant {
+            name: format!("{}/hand-{n}", m.stmt.name()),
+            stmt: m.stmt,
+            what: format!("{:?} → {:?}", m.from, m.to),
+            text,
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- tokens
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    Word,
+    Number,
+    Str,
+    Param,
+    Op,
+    Open,
+    Close,
+    Comma,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token {
+    kind: Tok,
+    start: usize,
+    end: usize,
+    /// Parentheses open before it.
+    depth: usize,
+}
+
+/// SQLite's tokens, as far as FORMAT.md's statements use them.
+fn tokens(sql: &str) -> Vec<Token> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut depth) = (0, 0);
+    while i < bytes.len() {
+        let c = bytes[i];
+        let start = i;
+        let kind = if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            Tok::Word
+        } else if c.is_ascii_digit() {
+            while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+                i += 1;
+            }
+            Tok::Number
+        } else if c == b'\'' {
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == b'\'' && bytes.get(i + 1) != Some(&b'\'') {
+                    break;
+                }
+                i += if bytes[i] == b'\'' { 2 } else { 1 };
+            }
+            i += 1;
+            Tok::Str
+        } else if c == b':' {
+            i += 1;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            Tok::Param
+        } else if c == b'(' {
+            i += 1;
+            depth += 1;
+            out.push(Token { kind: Tok::Open, start, end: i, depth: depth - 1 });
+            continue;
+        } else if c == b')' {
+            i += 1;
+            depth = depth.saturating_sub(1);
+            Tok::Close
+        } else if c == b',' {
+            i += 1;
+            Tok::Comma
+        } else {
+            let two = sql.get(i..i + 2).unwrap_or("");
+            i += if ["<=", ">=", "!=", "<>", "<<", ">>", "||", "=="].contains(&two) { 2 } else { 1 };
+            Tok::Op
+        };
+        out.push(Token { kind, start, end: i, depth });
+    }
+    out
+}
+
+fn word(sql: &str, t: &Token, w: &str) -> bool {
+    t.kind == Tok::Word && sql[t.start..t.end].eq_ignore_ascii_case(w)
+}
+
+// ---------------------------------------------------------------- mutants
+
+/// The neighbours of a comparison: the relations that differ from it for
+/// exactly one of less, equal and greater (none are true or false alone).
+fn neighbours(op: &str) -> &'static [&'static str] {
+    match op {
+        "<" => &["<=", "!="],
+        "<=" => &["<", "="],
+        "=" | "==" => &["<=", ">="],
+        ">=" => &["=", ">"],
+        ">" => &[">=", "!="],
+        "!=" | "<>" => &["<", ">"],
+        _ => &[],
+    }
+}
+
+/// A span of a statement's text and what replaces it.
+type Cut = (usize, usize, String);
+
+/// Every mechanical mutant of one statement.
+pub fn generated(stmt: Stmt, sql: &str) -> Vec<Mutant> {
+    let toks = tokens(sql);
+    let mut edits: Vec<(&str, Vec<Cut>)> = Vec::new();
+    let assignments = set_clauses(sql, &toks);
+    let assigning: Vec<usize> = assignments.iter().filter_map(|a| a.eq).collect();
+    for (i, t) in toks.iter().enumerate() {
+        if t.kind == Tok::Op && !assigning.contains(&i) && !is_pragma(sql, &toks) {
+            for to in neighbours(&sql[t.start..t.end]) {
+                edits.push(("cmp", vec![(t.start, t.end, (*to).to_string())]));
+            }
+        }
+        if t.kind == Tok::Number {
+            let text = &sql[t.start..t.end];
+            for delta in [-1.0, 1.0] {
+                let moved = match text.parse::<i64>() {
+                    Ok(n) => (n + delta as i64).to_string(),
+                    Err(_) => (text.parse::<f64>().unwrap_or(0.0) + delta).to_string(),
+                };
+                edits.push(("const", vec![(t.start, t.end, moved)]));
+            }
+        }
+    }
+    for conjuncts in where_clauses(sql, &toks) {
+        edits.extend(conjuncts.into_iter().map(|cut| ("where", vec![cut])));
+    }
+    for term in order_terms(sql, &toks) {
+        edits.push(("order", vec![term]));
+    }
+    if assignments.len() > 1 {
+        for (k, a) in assignments.iter().enumerate() {
+            // With the comma after it, or the last with the comma before.
+            let cut = match assignments.get(k + 1) {
+                Some(next) => (a.start, next.start, String::new()),
+                None => (assignments[k - 1].end, a.end, String::new()),
+            };
+            edits.push(("set", vec![cut]));
+        }
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    let mut out: Vec<Mutant> = Vec::new();
+    for (kind, cuts) in edits {
+        let mut text = sql.to_string();
+        let mut what = Vec::new();
+        for (start, end, to) in cuts.iter().rev() {
+            let before = context(sql, *start, *end);
+            text.replace_range(*start..*end, to);
+            what.push(format!("{:?} → {:?} in …{before}…", &sql[*start..*end], to));
+        }
+        if text == sql || out.iter().any(|m| m.text == text) {
+            continue;
+        }
+        let n = counts.entry(kind).and_modify(|n| *n += 1).or_insert(1);
+        out.push(Mutant { name: format!("{}/{kind}-{n}", stmt.name()), stmt, what: what.join("; "), text });
+    }
+    out
+}
+
+fn is_pragma(sql: &str, toks: &[Token]) -> bool {
+    toks.first().is_some_and(|t| word(sql, t, "PRAGMA"))
+}
+
+/// A few characters either side of a cut, on one line.
+fn context(sql: &str, start: usize, end: usize) -> String {
+    let from = sql[..start].char_indices().rev().nth(15).map_or(0, |(i, _)| i);
+    let to = sql[end..].char_indices().nth(15).map_or(sql.len(), |(i, _)| end + i);
+    sql[from..to].split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One assignment of an UPDATE's SET: its span, and its `=` token.
+struct Assignment {
+    start: usize,
+    end: usize,
+    eq: Option<usize>,
+}
+
+/// The assignments of the UPDATE's SET, in order.
+fn set_clauses(sql: &str, toks: &[Token]) -> Vec<Assignment> {
+    let Some(set) = toks.iter().position(|t| t.depth == 0 && word(sql, t, "SET")) else {
+        return Vec::new();
+    };
+    if !toks.first().is_some_and(|t| word(sql, t, "UPDATE")) {
+        return Vec::new();
+    }
+    let ends = ["WHERE", "RETURNING"];
+    let mut out = Vec::new();
+    let mut first = set + 1;
+    let mut i = first;
+    loop {
+        let at_end = i >= toks.len() || (toks[i].depth == 0 && ends.iter().any(|w| word(sql, &toks[i], w)));
+        if at_end || (toks[i].kind == Tok::Comma && toks[i].depth == 0) {
+            if first < i {
+                let eq = toks[first..i].iter().position(|t| t.kind == Tok::Op).map(|p| first + p);
+                out.push(Assignment { start: toks[first].start, end: toks[i - 1].end, eq });
+            }
+            if at_end {
+                return out;
+            }
+            first = i + 1;
+        }
+        i += 1;
+    }
+}
+
+/// Where a clause ends: a token at a lower depth, or one of `words` at its own.
+fn clause_end(sql: &str, toks: &[Token], from: usize, depth: usize, words: &[&str]) -> usize {
+    toks[from..]
+        .iter()
+        .position(|t| t.depth < depth || (t.depth == depth && words.iter().any(|w| word(sql, t, w))))
+        .map_or(toks.len(), |p| from + p)
+}
+
+/// For each WHERE, the cuts that drop one of its conjuncts (with an AND
+/// beside it), or, for a WHERE of one, the cut that drops it whole.
+fn where_clauses(sql: &str, toks: &[Token]) -> Vec<Vec<Cut>> {
+    let stops = ["ORDER", "GROUP", "LIMIT", "RETURNING", "UNION"];
+    let mut out = Vec::new();
+    for (w, t) in toks.iter().enumerate().filter(|(_, t)| word(sql, t, "WHERE")) {
+        let depth = t.depth;
+        let end = clause_end(sql, toks, w + 1, depth, &stops);
+        // The ANDs between conjuncts: at the WHERE's depth, not BETWEEN's.
+        let mut ands = Vec::new();
+        let mut between = false;
+        for (k, tok) in toks.iter().enumerate().take(end).skip(w + 1) {
+            if tok.depth != depth {
+                continue;
+            }
+            if word(sql, tok, "BETWEEN") {
+                between = true;
+            } else if word(sql, tok, "AND") {
+                if between {
+                    between = false;
+                } else {
+                    ands.push(k);
+                }
+            }
+        }
+        let last = toks[end - 1].end;
+        if ands.is_empty() {
+            out.push(vec![(t.start, last, String::new())]);
+            continue;
+        }
+        let mut cuts = Vec::new();
+        let mut first = w + 1;
+        for (k, &and) in ands.iter().enumerate() {
+            // A conjunct but the last: it and the AND after it.
+            cuts.push((toks[first].start, toks[and + 1].start, String::new()));
+            first = and + 1;
+            if k + 1 == ands.len() {
+                // The last: the AND before it and it.
+                cuts.push((toks[and - 1].end, last, String::new()));
+            }
+        }
+        out.push(cuts);
+    }
+    out
+}
+
+/// For each term of each ORDER BY, the cut that reverses its direction.
+fn order_terms(sql: &str, toks: &[Token]) -> Vec<Cut> {
+    let mut out = Vec::new();
+    for (o, t) in toks.iter().enumerate() {
+        if !(word(sql, t, "ORDER") && toks.get(o + 1).is_some_and(|b| word(sql, b, "BY"))) {
+            continue;
+        }
+        let end = clause_end(sql, toks, o + 2, t.depth, &["LIMIT"]);
+        let mut last = o + 1;
+        for k in o + 2..=end {
+            if k < end && !(toks[k].kind == Tok::Comma && toks[k].depth == t.depth) {
+                last = k;
+                continue;
+            }
+            let tail = &toks[last];
+            out.push(if word(sql, tail, "DESC") {
+                (toks[last - 1].end, tail.end, String::new())
+            } else if word(sql, tail, "ASC") {
+                (tail.start, tail.end, "DESC".to_string())
+            } else {
+                (tail.end, tail.end, " DESC".to_string())
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(stmt: Stmt, sql: &str, kind: &str) -> Vec<String> {
+        let prefix = format!("{}/{kind}-", stmt.name());
+        generated(stmt, sql).into_iter().filter(|m| m.name.starts_with(&prefix)).map(|m| m.text).collect()
+    }
+
+    #[test]
+    fn each_kind_mutates_as_its_rule_says() {
+        let sql = "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now AND y = 'r' ORDER BY run_at, id DESC";
+        let s = Stmt::Renew;
+        assert_eq!(
+            texts(s, sql, "cmp"),
+            [
+                "UPDATE t SET a = 1, b = b + 2 WHERE x < :now AND y = 'r' ORDER BY run_at, id DESC",
+                "UPDATE t SET a = 1, b = b + 2 WHERE x = :now AND y = 'r' ORDER BY run_at, id DESC",
+                "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now AND y <= 'r' ORDER BY run_at, id DESC",
+                "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now AND y >= 'r' ORDER BY run_at, id DESC",
+            ]
+        );
+        assert_eq!(texts(s, sql, "const").len(), 4);
+        assert!(texts(s, sql, "const").contains(&sql.replace("b + 2", "b + 3")));
+        assert_eq!(
+            texts(s, sql, "where"),
+            [
+                "UPDATE t SET a = 1, b = b + 2 WHERE y = 'r' ORDER BY run_at, id DESC",
+                "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now ORDER BY run_at, id DESC",
+            ]
+        );
+        assert_eq!(
+            texts(s, sql, "order"),
+            [
+                "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now AND y = 'r' ORDER BY run_at DESC, id DESC",
+                "UPDATE t SET a = 1, b = b + 2 WHERE x <= :now AND y = 'r' ORDER BY run_at, id",
+            ]
+        );
+        assert_eq!(
+            texts(s, sql, "set"),
+            [
+                "UPDATE t SET b = b + 2 WHERE x <= :now AND y = 'r' ORDER BY run_at, id DESC",
+                "UPDATE t SET a = 1 WHERE x <= :now AND y = 'r' ORDER BY run_at, id DESC",
+            ]
+        );
+        // A WHERE of one conjunct goes whole; BETWEEN's AND is no conjunct.
+        assert_eq!(texts(s, "SELECT 1 FROM t WHERE a BETWEEN 1 AND 2", "where"), ["SELECT 1 FROM t "]);
+    }
+
+    #[test]
+    fn every_mutant_is_named_once_and_parses() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for stmt in Stmt::SCHEMA {
+            conn.execute_batch(Spec::builtin().sql(*stmt)).unwrap();
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for m in all() {
+            assert!(names.insert(m.name.clone()), "{} twice", m.name);
+            assert_ne!(m.text, Spec::builtin().sql(m.stmt), "{}", m.name);
+            // Statements on the jobs table must still prepare (a schema
+            // statement would make what exists).
+            if !Stmt::SCHEMA.contains(&m.stmt) && !m.text.trim_start().starts_with("PRAGMA") {
+                let _ = conn.prepare(&m.text);
+            }
+        }
+        assert!(all().len() > 100, "{}", all().len());
+        for (name, why) in EQUIVALENT.iter().chain(UNREACHED) {
+            assert!(named(name).is_some(), "{name} is no mutant ({why})");
+        }
+    }
+}
