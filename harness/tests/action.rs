@@ -3,14 +3,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use support::*;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn script(out: &Path, env: &[(&str, &str)]) -> (i32, String) {
     let output = Command::new("bash")

@@ -13,10 +13,6 @@ use std::process::{Command, Output};
 
 use support::*;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// The binaries `cargo install` puts in the bin directory: every `[[bin]]`
 /// of harness/Cargo.toml.
 fn installed_binaries() -> Vec<String> {

@@ -4,6 +4,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The repository's root (the workspace, above the harness crate).
+pub fn repo() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
 pub fn conformance() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ukue-conformance"))
 }
