@@ -7,6 +7,7 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
 
+use crate::busy::Waiter;
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Invalid, Result};
 use crate::job::{Claim, Claimed, Failed, Job, JobId, ListFilter, NewJob, QueueStats, Retry, State};
@@ -23,6 +24,9 @@ pub struct Ukue {
     spec: Arc<Spec>,
     /// How long a step waits for a busy file (FORMAT.md §4.1).
     busy_ms: i64,
+    /// The busy handler's state; after `conn`, so that it is dropped after
+    /// the connection that calls it.
+    waiter: Option<Box<Waiter>>,
 }
 
 impl Ukue {
@@ -53,8 +57,9 @@ impl Ukue {
         clock: Arc<dyn Clock>,
         spec: Arc<Spec>,
         busy_ms: i64,
+        waiter: Option<Box<Waiter>>,
     ) -> Ukue {
-        Ukue { conn, path, clock, spec, busy_ms }
+        Ukue { conn, path, clock, spec, busy_ms, waiter }
     }
 
     /// How long a step waits for a busy file before it fails (FORMAT.md
@@ -75,7 +80,14 @@ impl Ukue {
 
     /// Gives the connection back.
     pub fn into_connection(self) -> Connection {
-        self.conn
+        let Ukue { conn, waiter, busy_ms, .. } = self;
+        if waiter.is_some() {
+            // SQLite's own wait, for the same time, in place of the handler
+            // whose state goes with this Ukue.
+            Waiter::remove(&conn);
+            let _ = conn.busy_timeout(Duration::from_millis(u64::try_from(busy_ms).unwrap_or(0)));
+        }
+        conn
     }
 
     /// The time on this file's clock.

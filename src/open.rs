@@ -104,19 +104,34 @@ impl OpenOptions {
         checker.run(Stmt::SetBusyTimeout)?;
         checker.run(Stmt::SetSynchronous)?;
         let busy_ms = checker.busy_timeout()?;
-        busy::poll_while_busy(&conn, busy_ms);
+        let waiter = busy::Waiter::install(&conn, busy_ms, &path);
+        match self.check(&mut checker) {
+            Ok(spec) => Ok(Ukue::new(conn, path, self.clock, spec, busy_ms, waiter)),
+            Err(e) => {
+                // The waiter goes before the connection does.
+                busy::Waiter::remove(&conn);
+                Err(e)
+            }
+        }
+    }
+
+    /// The checks of a file that has its busy timeout (FORMAT.md §4.2),
+    /// then the tables added where `access` allows; the statements to run
+    /// on it.
+    fn check(&self, checker: &mut Checker) -> Result<Arc<Spec>> {
         match checker.tables()? {
             Tables::Both => checker.check_version()?,
             Tables::None if self.access == Access::AddTables => {}
-            Tables::None => return Err(Refusal::NotUkue { path }.into()),
+            Tables::None => return Err(Refusal::NotUkue { path: checker.path.to_path_buf() }.into()),
             Tables::One { present, missing } => {
-                return Err(Refusal::PartialSchema { path, present, missing }.into())
+                return Err(
+                    Refusal::PartialSchema { path: checker.path.to_path_buf(), present, missing }.into()
+                )
             }
         }
         // The checks have passed: only now may anything be written.
         checker.add_tables(&self.created_by, self.clock.now_ms())?;
-        let spec = checker.spec_for_indexes()?;
-        Ok(Ukue::new(conn, path, self.clock, spec, busy_ms))
+        checker.spec_for_indexes()
     }
 }
 

@@ -604,8 +604,10 @@ def cmd_add(args):
             now_ns = time.time_ns()
             now = now_ns // NS_PER_MS
             run_at = at if at is not None else (now_ns + delay) // NS_PER_MS
-            job_id = steps.add(con, queue, payload, now, priority=fs["priority"], max_attempts=attempts,
-                               run_at=run_at)
+            # In a transaction of its own, so that a file busy with many
+            # writers is waited on while they commit (steps.begin_immediate).
+            job_id = steps.write(con, lambda: steps.add(con, queue, payload, now, priority=fs["priority"],
+                                                        max_attempts=attempts, run_at=run_at))
         except (steps.UkueError, sqlite3.Error) as e:
             raise step_error(e) from None
         # The commit has returned: only now may the id be seen.

@@ -448,17 +448,21 @@ pub struct Rerun {
 /// Every run of a job after its first, with the excuse that the run
 /// before it gives, for a report. A run is excused exactly when
 /// [`duplicates`] excuses it, but the excuse named is the most specific:
-/// a killed command, then a lapsed lease, then a failure, and only then
-/// the death of its worker — which so names a run that ended well and
-/// held its job, whose finish the death cut off.
+/// a killed command, then a lapsed lease, then a failure, then a lease
+/// that ran out after the run ended, and only then the death of its
+/// worker — which so names a run that ended well and held its job, whose
+/// finish the death cut off. A lease that ran out before the rerun began
+/// excuses it whatever became of the worker later: with many processes
+/// on one file a finish can come too late, a reap then takes the job, and
+/// the worker is killed only after (seen at `--processes 32`).
 pub fn reruns(history: &History) -> Vec<Rerun> {
     let mut reruns = Vec::new();
     for (job, runs) in ByJob::of(history).jobs() {
         for pair in runs.windows(2) {
             let earlier = pair[0];
             let excuse = own_excuse(earlier)
-                .or_else(|| excuse(earlier, &history.killed_workers))
-                .or_else(|| lapsed_after_end(earlier, pair[1]));
+                .or_else(|| lapsed_after_end(earlier, pair[1]))
+                .or_else(|| excuse(earlier, &history.killed_workers));
             reruns.push(Rerun {
                 job,
                 attempt: pair[1].attempt,
@@ -640,6 +644,12 @@ mod tests {
         let h = history(&[1], vec![first.clone(), run(1, 2, 15, Some(20), Some(0))]);
         assert_eq!(duplicates(&h), vec![]);
         assert_eq!(reruns(&h)[0].excuse, Some(Excuse::LeaseLapsedAfterEnd));
+        // Its worker killed later: the lapse still excuses the rerun, and
+        // no finish is said to have been cut off.
+        let mut killed_later = history(&[1], vec![first.clone(), run(1, 2, 15, Some(20), Some(0))]);
+        killed_later.killed_workers.insert(7);
+        assert_eq!(reruns(&killed_later)[0].excuse, Some(Excuse::LeaseLapsedAfterEnd));
+        assert_eq!(finish_cut_off(&killed_later, &BTreeSet::new()), vec![]);
         // A rerun before that lease ran out had no reap to come from.
         let h = history(&[1], vec![first, run(1, 2, 14, Some(20), Some(0))]);
         assert_eq!(duplicates(&h).len(), 1);

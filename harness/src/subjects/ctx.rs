@@ -124,6 +124,15 @@ impl Ctx {
         Ok(file)
     }
 
+    /// How long one command of a subject may take: [`COMMAND_TIMEOUT`],
+    /// or more with `--processes` past the cases' own 4, in proportion: a
+    /// command on a file that N writers share on a few cores waits its
+    /// turn for the write lock longer, and that wait is no failure.
+    pub fn command_timeout(&self) -> Duration {
+        let shares = self.processes.map_or(1, |n| n.div_ceil(4).max(1));
+        COMMAND_TIMEOUT * u32::try_from(shares).unwrap_or(u32::MAX)
+    }
+
     /// The time left before the case's deadline.
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
@@ -188,7 +197,7 @@ impl Ctx {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let limit = COMMAND_TIMEOUT.min(self.remaining());
+        let limit = self.command_timeout().min(self.remaining());
         // Read the pipes while waiting, so a chatty subject cannot block.
         let stdout = spawned.child.stdout.take();
         let stderr = spawned.child.stderr.take();
