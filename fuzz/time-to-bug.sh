@@ -20,7 +20,13 @@
 # A mutant that the first run does not kill is not run again (FULL=1 runs
 # every seed regardless).
 #
-# Environment: RUNS (3), CAP (60 s), OUT (fuzz/logs/time-to-bug), ALL, FULL.
+# When the time is short, SAMPLE=SEED times the mutants in an order shuffled
+# by SEED (NAMEs given first keep their place), and UNTIL=HH:MM starts no
+# mutant after that time (UTC): those timed are then a seeded random sample,
+# and the summary counts those left untimed.
+#
+# Environment: RUNS (3), CAP (60 s), OUT (fuzz/logs/time-to-bug), ALL, FULL,
+# SAMPLE, UNTIL.
 # Prints a line a run, and at the end: mutants, killed in every run, killed
 # in some, not killed, and the median and worst seconds to kill. The runs'
 # lines go to $OUT/TARGET.tsv (mutant, seed, seconds or -, verdict), each
@@ -52,21 +58,32 @@ esac
 [ "$target" = driver_lines ] && explained='panicked at'
 
 names=("$@")
-if [ ${#names[@]} -eq 0 ]; then
+if [ ${#names[@]} -eq 0 ] || [ -n "${SAMPLE:-}" ]; then
   listing=$(cd .. && cargo run -q --release -p ukue-harness --bin ukue-conformance -- mutants)
+  rest=()
   while IFS=$'\t' read -r name kind _; do
     kind=${kind%%:*}
     if [[ $kind =~ $kinds ]] || { [ -n "${ALL:-}" ] && [[ $kind =~ ^(equivalent|unreached)$ ]] && [[ $target =~ ^(ops_vs_model|driver_lines)$ ]]; }; then
-      names+=("$name")
+      [[ " ${names[*]} " == *" $name "* ]] || rest+=("$name")
     fi
   done <<<"$listing"
+  if [ -n "${SAMPLE:-}" ]; then
+    # shuf's random source: a stream made from the seed alone.
+    mapfile -t rest < <(printf '%s\n' "${rest[@]}" | shuf --random-source=<(openssl enc -aes-256-ctr -pass "pass:$SAMPLE" -nosalt </dev/zero 2>/dev/null))
+  fi
+  names+=("${rest[@]}")
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukue-time-to-bug-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 : >"$table"
 echo "time-to-bug: $target, ${#names[@]} mutants, $runs runs of at most ${cap}s each" >&2
+untimed=0
 for name in "${names[@]}"; do
+  if [ -n "${UNTIL:-}" ] && [[ $(date -u +%H:%M) > $UNTIL || $(date -u +%H:%M) == "$UNTIL" ]]; then
+    untimed=$((untimed + 1))
+    continue
+  fi
   for seed in $(seq 1 "$runs"); do
     corpus="$work/corpus"
     rm -rf "$corpus" "$work/crash-"*
@@ -109,3 +126,4 @@ awk -F'\t' -v runs="$runs" -v kills="$kills" -v median="$median" -v worst="${wor
       all, runs, runs, every + 0, some + 0, none + 0, median, worst, kills
     for (x in n) if (k[x] < runs) print "  not killed in every run: " x
   }' "$table"
+[ "$untimed" = 0 ] || echo "not timed (UNTIL=$UNTIL): $untimed of ${#names[@]} mutants"

@@ -10,7 +10,7 @@ use arbitrary::{Arbitrary, Unstructured};
 
 use super::gen::{edges, WORKERS};
 use super::run::{scratch_dir, ModelRun, Target};
-use crate::check::model::{op, FailHow, Label, Op, PurgeState, START_MS};
+use crate::check::model::{backoff_base, op, FailHow, JobState, Label, Op, PurgeState, START_MS};
 use crate::subjects::broken;
 use crate::subjects::driver::{Answer, ErrorKind, ReferenceDriver, Request};
 
@@ -106,7 +106,9 @@ enum FuzzOp {
         worker: u8,
         claim: u8,
         kind: u8,
-        forged: bool,
+        /// Whose token, on whose job ([`holder_token`]): one byte, as the
+        /// bool it was, so that the inputs before it read the same.
+        token: u8,
         ms: u16,
     },
     Retry {
@@ -138,16 +140,59 @@ enum FuzzOp {
         ms: u16,
     },
     /// What SQLite's random() gives next, so that a backoff's jitter can
-    /// sit at either end of its range ([`JITTERS`]).
+    /// sit at either end of its range ([`jitters`]).
     Jitter {
         which: u8,
     },
+    /// A new job claimed and failed (or its lease left to run out) again
+    /// and again: the backoff's hour's cap holds only from attempt 10, and
+    /// a wider jitter only from attempt 5, which one op at a time reaches
+    /// only by chance (three ops an attempt, in the right order).
+    Refail {
+        worker: u8,
+        queue_b: bool,
+        times: u8,
+        expire: bool,
+        jitter: u8,
+    },
 }
 
-/// The values a [`FuzzOp::Jitter`] hands random(): 0 (no jitter), and
-/// the largest jitter of the backoff of each attempt (b/10 for b = 10 s
-/// doubled up to an hour: FORMAT.md §5.6's `abs(random() % (b/10 + 1))`).
-const JITTERS: [i64; 11] = [0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 360_000];
+/// The attempts whose backoffs differ: from 10 the hour's cap holds.
+const CAPPED_ATTEMPT: i64 = 10;
+
+/// The values a [`FuzzOp::Jitter`] hands random(): 0 (no jitter), then for
+/// each attempt up to the cap the largest jitter of its backoff and one
+/// more (FORMAT.md §5.6's `abs(random() % (b/10 + 1))` gives b/10 and 0
+/// for them, and a range one wider gives b/10 + 1).
+fn jitters() -> &'static [i64] {
+    static JITTERS: OnceLock<Vec<i64>> = OnceLock::new();
+    JITTERS.get_or_init(|| {
+        let most = (1..=CAPPED_ATTEMPT).map(|attempts| backoff_base(attempts) / 10);
+        std::iter::once(0).chain(most.flat_map(|j| [j, j + 1])).collect()
+    })
+}
+
+/// What [`FuzzOp::Refail`] hands random() before a backoff of a job at
+/// `attempts`: by `jitter`, nothing chosen, none, the largest, one more.
+fn refail_jitter(jitter: u8, attempts: i64) {
+    let most = backoff_base(attempts) / 10;
+    match jitter % 4 {
+        0 => {}
+        1 => super::run::next_random(0),
+        2 => super::run::next_random(most),
+        _ => super::run::next_random(most + 1),
+    }
+}
+
+/// A holder step's token byte: odd, a forged token (the low bit, as a
+/// bool reads it); even with the high bit set, the claim's own token on
+/// the job of another claim (the index in the six bits between); else the
+/// claim's own token on its own job.
+fn holder_token(byte: u8) -> (bool, Option<u8>) {
+    let forged = byte & 1 == 1;
+    let other = (!forged && byte & 0x80 != 0).then_some((byte >> 1) & 0x3f);
+    (forged, other)
+}
 
 fn queue_name(b: bool) -> String {
     if b { "b" } else { "a" }.to_string()
@@ -176,18 +221,21 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
             queue: queue_name(queue_b),
             lease_ms: i64::from(lease_ms),
         },
-        FuzzOp::Holder { worker, claim, kind, forged, ms } => {
+        FuzzOp::Holder { worker, claim, kind, token, ms } => {
             let claims: Vec<Label> = model.claims.keys().copied().collect();
-            let claim = *claims.get(claim as usize % claims.len().max(1))?;
+            let pick = |n: u8| claims.get(n as usize % claims.len().max(1)).copied();
+            let claim = pick(claim)?;
+            let (forged, job_of) = holder_token(token);
+            let job_of = job_of.and_then(pick);
             let (worker, ms) = (w(worker), i64::from(ms));
             match kind % 7 {
-                0 => Op::Finish { worker, claim, keep_done: false, forged },
-                1 => Op::Finish { worker, claim, keep_done: true, forged },
-                2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged },
-                3 => Op::Fail { worker, claim, how: FailHow::After(ms), forged },
-                4 => Op::Fail { worker, claim, how: FailHow::Permanent, forged },
-                5 => Op::Renew { worker, claim, lease_ms: ms, forged },
-                _ => Op::Release { worker, claim, forged },
+                0 => Op::Finish { worker, claim, keep_done: false, forged, job_of },
+                1 => Op::Finish { worker, claim, keep_done: true, forged, job_of },
+                2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged, job_of },
+                3 => Op::Fail { worker, claim, how: FailHow::After(ms), forged, job_of },
+                4 => Op::Fail { worker, claim, how: FailHow::Permanent, forged, job_of },
+                5 => Op::Renew { worker, claim, lease_ms: ms, forged, job_of },
+                _ => Op::Release { worker, claim, forged, job_of },
             }
         }
         FuzzOp::Retry { worker, job } | FuzzOp::Delete { worker, job } if model.adds.is_empty() => {
@@ -219,9 +267,10 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
         }
         FuzzOp::Advance { ms } => Op::Advance { ms: i64::from(ms).max(1) },
         FuzzOp::Jitter { which } => {
-            super::run::next_random(JITTERS[which as usize % JITTERS.len()]);
+            super::run::next_random(jitters()[which as usize % jitters().len()]);
             return None;
         }
+        FuzzOp::Refail { .. } => unreachable!("a macro op: ops_on steps it"),
     })
 }
 
@@ -298,29 +347,112 @@ fn start(target: &Target) -> ModelRun {
     }
 }
 
+/// The most ops an input runs.
+const MOST_OPS: usize = 64;
+
 fn ops_on(mut run: ModelRun, data: &[u8]) -> ModelRun {
     let mut input = Unstructured::new(data);
     run.integrity_every_step = false;
     let mut ops = Vec::new();
     let mut next_label = 0;
-    while ops.len() < 64 && !input.is_empty() {
+    while ops.len() < MOST_OPS && !input.is_empty() {
         let Ok(fuzz) = FuzzOp::arbitrary(&mut input) else { break };
-        let Some(op) = resolve(fuzz, &run, &mut next_label) else { continue };
-        ops.push(op.clone());
-        if let Err(failure) = run.step(&op) {
-            let script = op::script_text(&[failure.to_string()], &ops);
-            let path = std::env::temp_dir().join(format!("ukue-fuzz-ops-{}.jsonl", std::process::id()));
-            let saved = match std::fs::write(&path, &script) {
-                Ok(()) => format!("saved to {0}; replay: ukue-conformance replay {0}", path.display()),
-                Err(e) => format!("not saved ({}: {e})", path.display()),
-            };
-            panic!("the subject disagrees with the model:\n{failure}\nthe ops:\n{script}{saved}");
+        if let FuzzOp::Refail { worker, queue_b, times, expire, jitter } = fuzz {
+            let refail = Refail { worker: worker % WORKERS, queue: queue_name(queue_b), expire, jitter };
+            refail.run(&mut run, &mut ops, &mut next_label, 1 + i64::from(times) % (CAPPED_ATTEMPT + 2));
+            continue;
         }
+        let Some(op) = resolve(fuzz, &run, &mut next_label) else { continue };
+        step(&mut run, &mut ops, op);
     }
     if let Err(message) = run.finish() {
         panic!("after the last op: {message}\nthe ops:\n{}", op::script_text(&[], &ops));
     }
     run
+}
+
+/// Runs one op, or panics with the ops so far and how to replay them.
+fn step(run: &mut ModelRun, ops: &mut Vec<Op>, op: Op) {
+    ops.push(op.clone());
+    if let Err(failure) = run.step(&op) {
+        let script = op::script_text(&[failure.to_string()], ops);
+        let path = std::env::temp_dir().join(format!("ukue-fuzz-ops-{}.jsonl", std::process::id()));
+        let saved = match std::fs::write(&path, &script) {
+            Ok(()) => format!("saved to {0}; replay: ukue-conformance replay {0}", path.display()),
+            Err(e) => format!("not saved ({}: {e})", path.display()),
+        };
+        panic!("the subject disagrees with the model:\n{failure}\nthe ops:\n{script}{saved}");
+    }
+}
+
+/// [`FuzzOp::Refail`], resolved.
+struct Refail {
+    worker: u8,
+    queue: String,
+    expire: bool,
+    jitter: u8,
+}
+
+impl Refail {
+    /// Adds a job with attempts to spare, then up to `rounds` times: the
+    /// clock to when it is due, a claim, and a fail with the backoff (or
+    /// the lease's end, which the next claim reaps). Each op goes through
+    /// the model as any other; the ops stop at the input's limit.
+    fn run(&self, run: &mut ModelRun, ops: &mut Vec<Op>, next_label: &mut Label, rounds: i64) {
+        let mut label = || {
+            *next_label += 1;
+            *next_label
+        };
+        let (worker, queue) = (self.worker, self.queue.clone());
+        let add = label();
+        let max_attempts = CAPPED_ATTEMPT + 2;
+        step(
+            run,
+            ops,
+            Op::Add { worker, label: add, queue: queue.clone(), priority: 0, max_attempts, delay_ms: 0 },
+        );
+        let Some(&id) = run.model.adds.get(&add) else { return };
+        const LEASE_MS: i64 = 1_000;
+        for _ in 0..rounds {
+            let Some(job) = run.model.jobs.get(&id).cloned() else { return };
+            let room = ops.len() + 3 <= MOST_OPS;
+            match job.state {
+                JobState::Running if room => {
+                    // Its lease ran out: this claim reaps it, with a backoff.
+                    self.jitter_for(job.attempts);
+                    step(
+                        run,
+                        ops,
+                        Op::Claim { worker, label: label(), queue: queue.clone(), lease_ms: LEASE_MS },
+                    );
+                }
+                JobState::Ready if room => {}
+                _ => return,
+            }
+            let Some(job) = run.model.jobs.get(&id).cloned() else { return };
+            if job.state == JobState::Ready && job.run_at.hi > run.model.now {
+                step(run, ops, Op::Advance { ms: job.run_at.hi - run.model.now });
+            }
+            let claim = label();
+            step(run, ops, Op::Claim { worker, label: claim, queue: queue.clone(), lease_ms: LEASE_MS });
+            let Some(Some(taken)) = run.model.claims.get(&claim).copied() else { return };
+            if self.expire {
+                step(run, ops, Op::Advance { ms: LEASE_MS });
+            } else {
+                let attempts = run.model.jobs.get(&taken).map_or(1, |j| j.attempts);
+                self.jitter_for(attempts);
+                step(
+                    run,
+                    ops,
+                    Op::Fail { worker, claim, how: FailHow::Backoff, forged: false, job_of: None },
+                );
+            }
+        }
+    }
+
+    fn jitter_for(&self, attempts: i64) {
+        refail_jitter(self.jitter, attempts);
+    }
 }
 
 /// `driver_lines`: the bytes, split into lines, as requests to the Rust
@@ -419,7 +551,7 @@ mod tests {
             .into_iter()
             .filter_map(|(name, bytes)| Some((name?.strip_prefix("op_")?.to_string(), bytes)))
             .collect();
-        assert_eq!(tags.len(), 11, "one tag a variant");
+        assert_eq!(tags.len(), 12, "one tag a variant");
         for (name, tag) in tags {
             let mut data = tag.clone();
             data.resize(32, 0);

@@ -137,12 +137,12 @@ impl ReferenceStateMachine for Generator {
             };
             let holder = (worker(), pick, prop::bool::weighted(0.1), 0u8..8, any::<bool>(), lease())
                 .prop_map(|(worker, claim, forged, which, keep_done, lease_ms)| match which {
-                    0 | 1 => Op::Finish { worker, claim, keep_done, forged },
-                    2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged },
-                    3 => Op::Fail { worker, claim, how: FailHow::After(lease_ms), forged },
-                    4 => Op::Fail { worker, claim, how: FailHow::Permanent, forged },
-                    5 | 6 => Op::Renew { worker, claim, lease_ms, forged },
-                    _ => Op::Release { worker, claim, forged },
+                    0 | 1 => Op::Finish { worker, claim, keep_done, forged, job_of: None },
+                    2 => Op::Fail { worker, claim, how: FailHow::Backoff, forged, job_of: None },
+                    3 => Op::Fail { worker, claim, how: FailHow::After(lease_ms), forged, job_of: None },
+                    4 => Op::Fail { worker, claim, how: FailHow::Permanent, forged, job_of: None },
+                    5 | 6 => Op::Renew { worker, claim, lease_ms, forged, job_of: None },
+                    _ => Op::Release { worker, claim, forged, job_of: None },
                 });
             choices.push((8, holder.boxed()));
         }

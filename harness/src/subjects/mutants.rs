@@ -97,6 +97,19 @@ pub const EQUIVALENT: &[(&str, &str)] = &[
     ("pick/where-1", WHY_LEVELS),
     ("pick/where-3", WHY_LEVELS),
     ("pick/cmp-16", WHY_HIGHER),
+    ("pick/where-6", WHY_LEVEL_END),
+    ("fail/cmp-3", WHY_ATTEMPTS_MOST),
+    ("stats/cmp-5", WHY_STATE_ORDER),
+    ("stats/cmp-6", WHY_STATE_ORDER),
+    ("stats/cmp-14", WHY_STATE_ORDER),
+    ("retry_all/cmp-1", WHY_STATE_ORDER),
+    ("look/const-2", WHY_SCALAR_LIMIT),
+    ("look/const-6", WHY_SCALAR_LIMIT),
+    ("look/const-3", WHY_UNLEASED),
+    ("look/const-4", WHY_UNLEASED),
+    ("look/cmp-3", WHY_LOOK_MORE),
+    ("look/cmp-4", WHY_LOOK_MORE),
+    ("look/where-2", WHY_LOOK_MORE),
 ];
 
 const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns the same first row";
@@ -109,6 +122,12 @@ const WHY_RUNNING: &str = "a row holds a token only while it runs (§7 lease_onl
 const WHY_TAKE: &str =
     "take runs in the transaction whose pick chose a ready job: its `state = 'ready'` never turns one away";
 const WHY_LEVELS: &str = "the levels come from more queues' priorities, but they are visited in descending order and a level is taken only when this queue has a due job at it: the same job";
+const WHY_ATTEMPTS_MOST: &str = "attempts never passes max_attempts (a job that has had its last attempt goes dead; a retry starts again from 0), so `attempts >= max_attempts` is `attempts = max_attempts`";
+const WHY_STATE_ORDER: &str = "the states sort dead < done < ready < running: `state <= 'dead'` and `state >= 'running'` are `=`, and the delayed count's `state <= 'ready'` or `>= 'ready'` adds done, dead or running jobs, whose run_at is never later than now";
+const WHY_LEVEL_END: &str = "the levels' recursion without its end: the pick runs only once next_run_at, in the same transaction, found a due job of the queue, whose level comes before the levels run out, and the outer LIMIT 1 stops the recursion there: the same job";
+const WHY_SCALAR_LIMIT: &str = "a scalar subquery gives its first row: LIMIT 2 gives the same value";
+const WHY_UNLEASED: &str = "a running job without a lease reads as run out with 0, -1 or 1 alike, all before any now the clock gives";
+const WHY_LOOK_MORE: &str = "the look also sees running, done or dead jobs of the queue, whose run_at is never later than now (a job leaves ready only when a claim takes it, due, and the clock only moves on): it goes on to the claim, which finds what the reference finds";
 const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
 
 /// Mutants that change only what the fuzz targets do not run or cannot

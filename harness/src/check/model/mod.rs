@@ -301,19 +301,23 @@ impl Model {
     }
 
     /// A step by the holder of claim `label` (finish, fail, renew,
-    /// release): skipped when that claim took nothing; refused as invalid
-    /// when `invalid`; refused as a lost lease unless the claim, with its
-    /// own token, still holds the job; else what `step` makes of the job.
-    /// The expectation names the job and the token.
+    /// release) on the job it took, or with `job_of` on the job that claim
+    /// took: skipped when a claim it names took nothing; refused as
+    /// invalid when `invalid`; refused as a lost lease unless the claim,
+    /// with its own token, still holds that job; else what `step` makes of
+    /// the job. The expectation names the job and the token.
     fn held_step(
         &self,
-        label: Label,
+        (label, job_of): (Label, Option<Label>),
         forged: bool,
         invalid: bool,
         next: Model,
         step: impl FnOnce(i64, Model) -> Expect,
     ) -> Expect {
-        let Some((id, token)) = self.claimed(label) else {
+        let Some((own, token)) = self.claimed(label) else {
+            return Expect::new(Allowed::Skip, next);
+        };
+        let Some(id) = job_of.map_or(Some(own), |other| self.claimed(other).map(|(id, _)| id)) else {
             return Expect::new(Allowed::Skip, next);
         };
         let mut expect = if invalid {
@@ -483,8 +487,8 @@ impl Model {
                 let (candidates, empty) = next.candidates(queue);
                 Expect::new(Allowed::Claimed { candidates, empty }, next)
             }
-            Op::Finish { claim, keep_done, forged, .. } => {
-                self.held_step(*claim, *forged, false, next, |id, mut next| {
+            Op::Finish { claim, keep_done, forged, job_of, .. } => {
+                self.held_step((*claim, *job_of), *forged, false, next, |id, mut next| {
                     if *keep_done {
                         let job = next.jobs.get_mut(&id).expect("held");
                         job.state = JobState::Done;
@@ -495,9 +499,9 @@ impl Model {
                     Expect::new(Allowed::Done, next)
                 })
             }
-            Op::Fail { claim, how, forged, .. } => {
+            Op::Fail { claim, how, forged, job_of, .. } => {
                 let invalid = matches!(how, FailHow::After(ms) if *ms < 0 || now.checked_add(*ms).is_none());
-                self.held_step(*claim, *forged, invalid, next, |id, mut next| {
+                self.held_step((*claim, *job_of), *forged, invalid, next, |id, mut next| {
                     let backoff = next.backoff;
                     let job = next.jobs.get_mut(&id).expect("held");
                     let dead = matches!(how, FailHow::Permanent) || job.attempts >= job.max_attempts;
@@ -516,9 +520,9 @@ impl Model {
                     Expect::new(Allowed::Failed { dead, run_at }, next)
                 })
             }
-            Op::Renew { claim, lease_ms, forged, .. } => {
+            Op::Renew { claim, lease_ms, forged, job_of, .. } => {
                 let invalid = *lease_ms < 1 || now.checked_add(*lease_ms).is_none();
-                self.held_step(*claim, *forged, invalid, next, |id, mut next| {
+                self.held_step((*claim, *job_of), *forged, invalid, next, |id, mut next| {
                     let job = next.jobs.get_mut(&id).expect("held");
                     let until = now + lease_ms;
                     job.lease_until = Some(until);
@@ -526,8 +530,8 @@ impl Model {
                     Expect::new(Allowed::Renewed { lease_until: until }, next)
                 })
             }
-            Op::Release { claim, forged, .. } => {
-                self.held_step(*claim, *forged, false, next, |id, mut next| {
+            Op::Release { claim, forged, job_of, .. } => {
+                self.held_step((*claim, *job_of), *forged, false, next, |id, mut next| {
                     let job = next.jobs.get_mut(&id).expect("held");
                     job.state = JobState::Ready;
                     job.attempts = (job.attempts - 1).max(0);
@@ -702,10 +706,10 @@ impl Model {
 
     fn claimed_id(&self, op: &Op) -> Option<i64> {
         match op {
-            Op::Finish { claim, .. }
-            | Op::Fail { claim, .. }
-            | Op::Renew { claim, .. }
-            | Op::Release { claim, .. } => self.claimed(*claim).map(|(id, _)| id),
+            Op::Finish { claim, job_of, .. }
+            | Op::Fail { claim, job_of, .. }
+            | Op::Renew { claim, job_of, .. }
+            | Op::Release { claim, job_of, .. } => self.claimed(job_of.unwrap_or(*claim)).map(|(id, _)| id),
             _ => None,
         }
     }
@@ -1049,9 +1053,9 @@ mod tests {
     #[test]
     fn a_holder_whose_lease_ran_out_unreaped_still_holds() {
         let m = model(&[add(1, "a", 0, 3), claim(2, "a", 1_000), Op::Advance { ms: 5_000 }]);
-        let finish = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: false };
+        let finish = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: false, job_of: None };
         assert_eq!(m.expect(&finish).allowed, Allowed::Done);
-        let forged = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: true };
+        let forged = Op::Finish { worker: 1, claim: 2, keep_done: true, forged: true, job_of: None };
         assert_eq!(m.expect(&forged).allowed, Allowed::Error(ErrorKind::LeaseLost));
         let reaped =
             model(&[add(1, "a", 0, 3), claim(2, "a", 1_000), Op::Advance { ms: 5_000 }, claim(3, "b", 1)]);
@@ -1064,7 +1068,7 @@ mod tests {
             add(1, "a", 0, 3),
             claim(2, "a", 1_000),
             Op::Advance { ms: 10 },
-            Op::Release { worker: 0, claim: 2, forged: false },
+            Op::Release { worker: 0, claim: 2, forged: false, job_of: None },
         ]);
         let job = &m.jobs[&1];
         let either = Span { lo: START_MS, hi: START_MS + 10 };
@@ -1145,7 +1149,7 @@ mod tests {
     #[test]
     fn wrong_answers_are_mismatches() {
         let mut m = model(&[add(1, "a", 0, 3), claim(2, "a", 1_000)]);
-        let renew = Op::Renew { worker: 0, claim: 2, lease_ms: 5_000, forged: true };
+        let renew = Op::Renew { worker: 0, claim: 2, lease_ms: 5_000, forged: true, job_of: None };
         let expect = m.expect(&renew);
         let wrong = Answer { lease_until: Some(START_MS + 5_000), ..Answer::ok() };
         assert!(m.clone().observe(&renew, expect.clone(), Some(&wrong)).is_err());

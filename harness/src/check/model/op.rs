@@ -67,13 +67,18 @@ pub enum Op {
         lease_ms: i64,
     },
     /// A holder step with the token of claim `claim` (or, `forged`, with a
-    /// token nobody was given) on the job that claim took.
+    /// token nobody was given) on the job that claim took (or, `job_of`,
+    /// on the job another claim took: a step that names one job with the
+    /// token of another must be refused, and a statement that picks the
+    /// row by anything but `id =` would take it).
     Finish {
         worker: u8,
         claim: Label,
         keep_done: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         forged: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_of: Option<Label>,
     },
     Fail {
         worker: u8,
@@ -81,6 +86,8 @@ pub enum Op {
         how: FailHow,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         forged: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_of: Option<Label>,
     },
     Renew {
         worker: u8,
@@ -88,12 +95,16 @@ pub enum Op {
         lease_ms: i64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         forged: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_of: Option<Label>,
     },
     Release {
         worker: u8,
         claim: Label,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         forged: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_of: Option<Label>,
     },
     /// Retries job `job` (an add's label).
     Retry {
