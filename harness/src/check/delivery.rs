@@ -36,11 +36,14 @@ pub fn excuse(earlier: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Exc
     }
 }
 
-/// Why `earlier` excuses `later`, the next run of its job, if it does:
-/// [`excuse`], or a lease that ran out after `earlier` ended, before
-/// `later` began.
+/// Why `earlier` excuses `later`, the next run of its job, if it does,
+/// the most specific excuse first: its own ([`own_excuse`]), then a lease
+/// that ran out after `earlier` ended and before `later` began, and only
+/// then the death of its worker (see [`reruns`]).
 fn rerun_excuse(earlier: &Execution, later: &Execution, killed_workers: &BTreeSet<u32>) -> Option<Excuse> {
-    excuse(earlier, killed_workers).or_else(|| lapsed_after_end(earlier, later))
+    own_excuse(earlier)
+        .or_else(|| lapsed_after_end(earlier, later))
+        .or_else(|| excuse(earlier, killed_workers))
 }
 
 fn lapsed_after_end(earlier: &Execution, later: &Execution) -> Option<Excuse> {
@@ -460,9 +463,7 @@ pub fn reruns(history: &History) -> Vec<Rerun> {
     for (job, runs) in ByJob::of(history).jobs() {
         for pair in runs.windows(2) {
             let earlier = pair[0];
-            let excuse = own_excuse(earlier)
-                .or_else(|| lapsed_after_end(earlier, pair[1]))
-                .or_else(|| excuse(earlier, &history.killed_workers));
+            let excuse = rerun_excuse(earlier, pair[1], &history.killed_workers);
             reruns.push(Rerun {
                 job,
                 attempt: pair[1].attempt,

@@ -12,7 +12,7 @@ use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use crate::subjects::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
+use crate::subjects::ctx::{path_str, Ctx};
 use crate::subjects::Failure;
 use crate::subjects::Subject;
 
@@ -131,7 +131,7 @@ pub struct TracedRun {
 
 impl Invocation {
     /// Runs strace with these options on `command` to its end (in the
-    /// case's directory, within [`COMMAND_TIMEOUT`]), the trace in
+    /// case's directory, within [`Ctx::command_timeout`]), the trace in
     /// `trace`. The command's stdout and stderr go to files named after
     /// the trace (`.stdout`, `.stderr`), so that the trace names the
     /// stream the harness reads.
@@ -143,7 +143,7 @@ impl Invocation {
         let args = self.args(trace, command);
         let shown: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut traced = ctx.spawn(&program(ctx)?, &shown, Stdio::from(stdout), Stdio::from(stderr))?;
-        let limit = COMMAND_TIMEOUT.min(ctx.remaining());
+        let limit = ctx.command_timeout().min(ctx.remaining());
         let Some(status) = traced.wait_timeout(limit)? else {
             traced.signal_group(nix::sys::signal::Signal::SIGKILL);
             let command: Vec<&str> = command.iter().map(AsRef::as_ref).collect();
