@@ -24,6 +24,7 @@ link SQLite 3.35 or newer).
 import argparse
 import math
 import os
+import random
 import sqlite3
 import sys
 import time
@@ -142,7 +143,7 @@ def is_busy(e):
 
 
 def begin_immediate(con, path):
-    """BEGIN IMMEDIATE, trying again every millisecond while other programs
+    """BEGIN IMMEDIATE, trying again every few milliseconds while other programs
     commit: SQLite's own wait sleeps up to 100 ms between tries, and its
     lock is not fair, so among dozens of writers such a wait finds it taken
     at every try; and the busy timeout is for a writer that holds the file
@@ -167,7 +168,10 @@ def begin_immediate(con, path):
                     seen, changed_at = stamps(path), now
                 if now - changed_at >= 5 or now - started >= 60:
                     raise
-                time.sleep(0.001)
+                # A millisecond at first, then a random 1 to 8 ms: a try
+                # costs Python tens of microseconds, and a hundred waiters
+                # trying every millisecond starve the lock's holder of CPU.
+                time.sleep(0.001 if tries < 16 else random.uniform(0.001, 0.008))
     finally:
         con.execute(SET_BUSY_TIMEOUT)
 

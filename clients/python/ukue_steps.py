@@ -264,7 +264,9 @@ def open_file(path, create="never", now=None, created_by=CREATED_BY):
             con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}").fetchall()
             # synchronous = FULL makes each commit durable before it returns.
             con.execute("PRAGMA synchronous = FULL").fetchall()
-            found = _tables(con)
+            # A read waits too: with a hundred programs opening and closing
+            # the file, one that closes last takes it whole to checkpoint.
+            found = until_free(con, lambda: _tables(con))
         except sqlite3.DatabaseError as e:
             if _not_a_database(e):
                 raise UkueError("refused", f"{path} is not a SQLite database ({e})") from None
@@ -336,12 +338,27 @@ def _is_busy(e):
     return getattr(e, "sqlite_errorcode", None) == 5 or "database is locked" in str(e)
 
 
+def _pause(tries):
+    """The sleep before try `tries + 1`: a millisecond at first, then a
+    random 1 to 8 ms. A try costs Python tens of microseconds, so a hundred
+    waiters that each tried every millisecond kept two cores busy (a load
+    of 84 at --processes 32), and the holder of the lock, given no CPU for
+    seconds, looked stuck to them all. Random, so that waiters do not wake
+    in step."""
+    return 0.001 if tries < 16 else random.uniform(0.001, 0.008)
+
+
 def begin_immediate(con):
-    """BEGIN IMMEDIATE, trying again every millisecond while other programs
-    commit. SQLite's own wait sleeps up to 100 ms between tries, and its
-    lock is not fair: with dozens of writers on a few cores, a program that
-    waits so finds the lock taken at every try (seen with 32 workers and 32
-    producers on 2 cores). And the busy timeout is there for a writer that
+    """BEGIN IMMEDIATE, waiting as `until_free` does."""
+    until_free(con, lambda: con.execute("BEGIN IMMEDIATE"))
+
+
+def until_free(con, attempt):
+    """Returns `attempt()`, trying again every few milliseconds while the
+    file is busy and other programs commit. SQLite's own wait sleeps up
+    to 100 ms between tries, and its lock is not fair: with dozens of
+    writers on a few cores, a program that waits so finds the lock taken
+    at every try (seen with 32 workers and 32 producers on 2 cores). And the busy timeout is there for a writer that
     holds the file and does not let go: a file that many programs take
     turns to write is busy, not stuck. So this gives up only after the
     timeout has passed with the file and its -wal unchanged, or after
@@ -352,8 +369,7 @@ def begin_immediate(con):
         tries = 0
         while True:
             try:
-                con.execute("BEGIN IMMEDIATE")
-                return
+                return attempt()
             except sqlite3.OperationalError as e:
                 if not _is_busy(e):
                     raise
@@ -370,7 +386,7 @@ def begin_immediate(con):
                         seen, changed_at = stamps, now
                 if now - changed_at >= timeout or now - started >= BUSY_CAP * timeout:
                     raise
-                time.sleep(0.001)
+                time.sleep(_pause(tries))
     finally:
         con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}").fetchall()
 
@@ -395,6 +411,15 @@ def write(con, body):
 
 def _changed(cur):
     return cur.rowcount
+
+
+def _write_one(con, sql, args):
+    """Runs one writing statement as its own transaction, taking the write
+    lock as `begin_immediate` does: a statement left to autocommit waits as
+    SQLite's busy timeout does, which many writers on a few cores outlast
+    (`database is locked` from a finish or renew that did nothing wrong).
+    Returns the rows it changed."""
+    return write(con, lambda: _changed(con.execute(sql, args)))
 
 
 # --- the steps ----------------------------------------------------------------
@@ -500,13 +525,14 @@ def claim(con, queue, lease_ms, now, token=None):
 def finish(con, job_id, token, now, keep_done=False):
     """The holder's job is done: deleted, or kept as done."""
     if keep_done:
-        cur = con.execute(
+        changed = _write_one(
+            con,
             "UPDATE ukue_jobs SET state = 'done', lease_until = NULL, token = NULL, updated_at = ?"
             " WHERE id = ? AND state = 'running' AND token = ?", (now, job_id, token))
     else:
-        cur = con.execute("DELETE FROM ukue_jobs WHERE id = ? AND state = 'running' AND token = ?",
-                          (job_id, token))
-    if _changed(cur) != 1:
+        changed = _write_one(con, "DELETE FROM ukue_jobs WHERE id = ? AND state = 'running' AND token = ?",
+                             (job_id, token))
+    if changed != 1:
         raise lease_lost(job_id)
 
 
@@ -548,28 +574,29 @@ def renew(con, job_id, token, lease_ms, now):
     check_lease(lease_ms)
     lease_until = now + lease_ms
     check_time("the lease's end", lease_until)
-    cur = con.execute("UPDATE ukue_jobs SET lease_until = ?, updated_at = ?"
-                      " WHERE id = ? AND state = 'running' AND token = ?", (lease_until, now, job_id, token))
-    if _changed(cur) != 1:
+    changed = _write_one(con, "UPDATE ukue_jobs SET lease_until = ?, updated_at = ?"
+                         " WHERE id = ? AND state = 'running' AND token = ?", (lease_until, now, job_id, token))
+    if changed != 1:
         raise lease_lost(job_id)
     return lease_until
 
 
 def release(con, job_id, token, now):
     """Gives the holder's job back without counting the attempt, due now."""
-    cur = con.execute(
+    changed = _write_one(
+        con,
         "UPDATE ukue_jobs SET state = 'ready', attempts = max(attempts - 1, 0), run_at = ?,"
         " lease_until = NULL, token = NULL, updated_at = ?"
         " WHERE id = ? AND state = 'running' AND token = ?", (now, now, job_id, token))
-    if _changed(cur) != 1:
+    if changed != 1:
         raise lease_lost(job_id)
 
 
 def retry(con, job_id, now):
     """Sends a dead job back to ready, due now, its attempts reset."""
-    cur = con.execute("UPDATE ukue_jobs SET state = 'ready', attempts = 0, run_at = ?, updated_at = ?"
-                      " WHERE id = ? AND state = 'dead'", (now, now, job_id))
-    if _changed(cur) == 1:
+    changed = _write_one(con, "UPDATE ukue_jobs SET state = 'ready', attempts = 0, run_at = ?, updated_at = ?"
+                         " WHERE id = ? AND state = 'dead'", (now, now, job_id))
+    if changed == 1:
         return
     row = con.execute("SELECT state FROM ukue_jobs WHERE id = ?", (job_id,)).fetchone()
     if row is None:
@@ -584,12 +611,12 @@ def retry_all(con, now, queue=None):
     if queue:
         sql += " AND queue = ?"
         args.append(queue)
-    return _changed(con.execute(sql, args))
+    return _write_one(con, sql, args)
 
 
 def delete(con, job_id):
     """Deletes one job, in any state."""
-    if _changed(con.execute("DELETE FROM ukue_jobs WHERE id = ?", (job_id,))) != 1:
+    if _write_one(con, "DELETE FROM ukue_jobs WHERE id = ?", (job_id,)) != 1:
         raise UkueError("not_found", f"there is no job {job_id}")
 
 
@@ -602,7 +629,7 @@ def purge(con, state, queue=None):
     if queue:
         sql += " AND queue = ?"
         args.append(queue)
-    return _changed(con.execute(sql, args))
+    return _write_one(con, sql, args)
 
 
 def _job(row):

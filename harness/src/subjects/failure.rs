@@ -53,8 +53,18 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+/// A file the runner cannot read is the subject's failure, but one it
+/// waited for in vain is a wait past its deadline: some program held the
+/// lock for all of [`BUSY_WAIT`](crate::subjects::observe::file::BUSY_WAIT).
 impl From<rusqlite::Error> for Failure {
     fn from(e: rusqlite::Error) -> Failure {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+            let waited = crate::subjects::observe::file::BUSY_WAIT.as_secs();
+            return Failure::timeout(
+                format!("the file free within {waited} s"),
+                format!("SQLite error: {e}"),
+            );
+        }
         Failure::fail("a readable SQLite file", format!("SQLite error: {e}"))
     }
 }

@@ -5,8 +5,9 @@
 //! any program may). Cases, checkers, the probe and the model-based runs
 //! all read files here.
 
+use std::cell::Cell;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -14,8 +15,38 @@ use rusqlite::{Connection, OpenFlags};
 use crate::shown::text;
 use crate::subjects::Failure;
 
-/// How long a reader or writer waits for a file another program holds.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a reader or writer waits for a file other programs hold. The
+/// runner only looks, so it waits out any busy file but a stuck one: with
+/// `--processes 32` a hundred writers take turns on two cores, and
+/// SQLite's lock is not fair to the one that waits longest.
+pub const BUSY_WAIT: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// When the wait under way on this thread began: SQLite calls the busy
+    /// handler on the thread that runs the statement.
+    static WAIT_STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// SQLite's own handler sleeps up to 100 ms between tries and so sleeps
+/// through the moments the lock is free; this one tries every millisecond,
+/// as the reference does (FORMAT.md §4.1), for [`BUSY_WAIT`] at most.
+fn poll_busy(tries: i32) -> bool {
+    let now = Instant::now();
+    let started = WAIT_STARTED.with(|cell| {
+        let started = if tries == 0 { now } else { cell.get().unwrap_or(now) };
+        cell.set(Some(started));
+        started
+    });
+    if now.duration_since(started) >= BUSY_WAIT {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(1));
+    true
+}
+
+fn wait_while_busy(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_handler(Some(poll_busy))
+}
 
 /// A connection that reads `path` and never writes it.
 pub fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
@@ -23,7 +54,7 @@ pub fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    wait_while_busy(&conn)?;
     Ok(conn)
 }
 
@@ -36,7 +67,7 @@ pub fn read(path: &Path) -> Result<Connection, Failure> {
 /// A read-write connection for setting a file up behind the subject's back.
 pub fn write(path: &Path) -> Result<Connection, Failure> {
     let conn = Connection::open(path)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    wait_while_busy(&conn)?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
 }
