@@ -594,7 +594,8 @@ mod tests {
             let mut input = Unstructured::new(&bytes);
             while !input.is_empty() {
                 let fuzz = FuzzOp::arbitrary(&mut input).unwrap();
-                let op = resolve(fuzz, &run, &mut next_label).unwrap_or_else(|| panic!("{name}: an op names nothing"));
+                let op = resolve(fuzz, &run, &mut next_label)
+                    .unwrap_or_else(|| panic!("{name}: an op names nothing"));
                 step(&mut run, &mut ops, op);
             }
             assert_eq!(ops.len(), 5, "{name}");
