@@ -222,11 +222,18 @@ fn resolve(fuzz: FuzzOp, run: &ModelRun, next_label: &mut Label) -> Option<Op> {
             lease_ms: i64::from(lease_ms),
         },
         FuzzOp::Holder { worker, claim, kind, token, ms } => {
-            let claims: Vec<Label> = model.claims.keys().copied().collect();
-            let pick = |n: u8| claims.get(n as usize % claims.len().max(1)).copied();
-            let claim = pick(claim)?;
+            // Only claims that took a job: a step on one that took nothing
+            // is skipped, and most claims of a short input take nothing, so
+            // picking among all of them made a crossed step (two claims that
+            // both took a job) a rare input.
+            let claims: Vec<Label> =
+                model.claims.iter().filter(|(_, id)| id.is_some()).map(|(l, _)| *l).collect();
+            let claim = *claims.get(claim as usize % claims.len().max(1))?;
             let (forged, job_of) = holder_token(token);
-            let job_of = job_of.and_then(pick);
+            // Another claim's job, never its own: its own is what a step
+            // without `job_of` already presents.
+            let others: Vec<Label> = claims.iter().copied().filter(|&l| l != claim).collect();
+            let job_of = job_of.and_then(|n| others.get(n as usize % others.len().max(1)).copied());
             let (worker, ms) = (w(worker), i64::from(ms));
             match kind % 7 {
                 0 => Op::Finish { worker, claim, keep_done: false, forged, job_of },
@@ -566,6 +573,43 @@ mod tests {
                 })
                 .collect();
             assert_eq!(snake, name, "the tag {tag:x?}");
+        }
+    }
+
+    /// fuzz/dict/ops_vs_model.dict's `crossed_*` entries are what their
+    /// comment says: alone, five ops that end in a step with one claim's
+    /// token on the other claim's job, whose id is above it for `_up`.
+    #[test]
+    fn the_crossed_entries_of_the_dictionary_cross() {
+        let text = include_str!("../../../fuzz/dict/ops_vs_model.dict");
+        let crossed: Vec<(String, Vec<u8>)> = dictionary(text)
+            .unwrap()
+            .into_iter()
+            .filter_map(|(name, bytes)| Some((name?.strip_prefix("crossed_")?.to_string(), bytes)))
+            .collect();
+        assert_eq!(crossed.len(), 14, "each of the seven holder steps, up and down");
+        for (name, bytes) in crossed {
+            let mut run = start(&Target::InMemory(fuzzed_spec()));
+            let (mut ops, mut next_label) = (Vec::new(), 0);
+            let mut input = Unstructured::new(&bytes);
+            while !input.is_empty() {
+                let fuzz = FuzzOp::arbitrary(&mut input).unwrap();
+                let op = resolve(fuzz, &run, &mut next_label)
+                    .unwrap_or_else(|| panic!("{name}: an op names nothing"));
+                step(&mut run, &mut ops, op);
+            }
+            assert_eq!(ops.len(), 5, "{name}");
+            let (claim, job_of) = match ops.last().unwrap() {
+                Op::Finish { claim, job_of, .. }
+                | Op::Fail { claim, job_of, .. }
+                | Op::Renew { claim, job_of, .. }
+                | Op::Release { claim, job_of, .. } => (*claim, *job_of),
+                other => panic!("{name}: the last op is {other:?}"),
+            };
+            let other = job_of.unwrap_or_else(|| panic!("{name}: not crossed"));
+            let (own, theirs) = (run.model.claims[&claim].unwrap(), run.model.claims[&other].unwrap());
+            assert_ne!(own, theirs, "{name}");
+            assert_eq!(own < theirs, name.ends_with("_up"), "{name}: job {own} presented on job {theirs}");
         }
     }
 }
