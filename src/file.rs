@@ -155,6 +155,7 @@ impl Ukue {
         validate::queue(queue)?;
         validate::lease(lease)?;
         let now = self.now();
+        let lease_for = lease;
         let lease = within_range(now, lease)?;
         // A look without the write lock first (FORMAT.md §5.4), so that idle
         // workers do not hold up the programs that add jobs.
@@ -167,7 +168,13 @@ impl Ukue {
             return Ok(Claim::Empty { next_due: next });
         }
         let token = token::new()?;
+        let clock = Arc::clone(&self.clock);
         self.write(|conn, spec| {
+            // The time once the write lock is held: a claim that waited for
+            // it neither gives a lease that has partly run out nor misses
+            // the leases that ran out meanwhile.
+            let now = clock.now_ms();
+            within_range(now, lease_for)?;
             conn.prepare_cached(spec.sql(Stmt::ExpireUnleased))?.execute(named_params! {":now": now})?;
             conn.prepare_cached(spec.sql(Stmt::ReapDead))?.execute(named_params! {":now": now})?;
             conn.prepare_cached(spec.sql(Stmt::ReapReady))?.execute(named_params! {":now": now})?;

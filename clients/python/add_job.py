@@ -167,7 +167,9 @@ def begin_immediate(con, path):
                 if tries % 16 == 0 and stamps(path) != seen:
                     seen, changed_at = stamps(path), now
                 if now - changed_at >= 5 or now - started >= 60:
-                    raise
+                    why = ("no other program wrote to the file for 5 s" if now - changed_at >= 5
+                           else f"others kept writing for {now - started:.1f} s")
+                    raise sqlite3.OperationalError(f"{e} ({why})") from None
                 # A millisecond at first, then a random 1 to 8 ms: a try
                 # costs Python tens of microseconds, and a hundred waiters
                 # trying every millisecond starve the lock's holder of CPU.

@@ -1024,7 +1024,7 @@ class Worker:
             try:
                 if con is None:
                     con = steps.open_file(self.file, "never")
-                job, _ = steps.claim(con, self.queue, self.lease_ms, steps.now_ms())
+                job, _ = steps.claim(con, self.queue, self.lease_ms)
             except (steps.UkueError, sqlite3.Error, OSError) as e:
                 failures += 1
                 wait = min(self.poll_s * failures, 30.0)
@@ -1116,7 +1116,7 @@ class Worker:
         """Renews the lease; marks it lost when the file says another holds
         the job, or when it has run out while renewals failed."""
         try:
-            lease["until"] = steps.renew(con, job["id"], job["token"], self.lease_ms, steps.now_ms())
+            lease["until"] = steps.renew(con, job["id"], job["token"], self.lease_ms)
         except steps.UkueError as e:
             if e.kind == "lease_lost":
                 lease["lost"] = True

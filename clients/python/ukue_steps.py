@@ -338,6 +338,15 @@ def _is_busy(e):
     return getattr(e, "sqlite_errorcode", None) == 5 or "database is locked" in str(e)
 
 
+def gave_up(error, waited, unchanged):
+    """`error` (SQLite's "database is locked"), saying which bound of the
+    wait ran out: a file that no other program wrote for a busy timeout is
+    stuck; one that others kept writing is busy past BUSY_CAP timeouts."""
+    why = (f"no other program wrote to the file for {BUSY_TIMEOUT_MS / 1000:g} s" if unchanged
+           else f"others kept writing for {waited:.1f} s")
+    return sqlite3.OperationalError(f"{error} ({why})")
+
+
 def _pause(tries):
     """The sleep before try `tries + 1`: a millisecond at first, then a
     random 1 to 8 ms. A try costs Python tens of microseconds, so a hundred
@@ -348,12 +357,20 @@ def _pause(tries):
     return 0.001 if tries < 16 else random.uniform(0.001, 0.008)
 
 
+def _claim_pause(tries):
+    """The sleep before a claim looks again and tries the lock: a random
+    2 to 20 ms. A claim that finds the lock taken is in no hurry (the
+    holder may be taking the very job it saw), and a hundred claims that
+    looked and tried every few milliseconds took the CPU from the holders."""
+    return random.uniform(0.002, 0.02)
+
+
 def begin_immediate(con):
     """BEGIN IMMEDIATE, waiting as `until_free` does."""
     until_free(con, lambda: con.execute("BEGIN IMMEDIATE"))
 
 
-def until_free(con, attempt):
+def until_free(con, attempt, pause=None):
     """Returns `attempt()`, trying again every few milliseconds while the
     file is busy and other programs commit. SQLite's own wait sleeps up
     to 100 ms between tries, and its lock is not fair: with dozens of
@@ -385,8 +402,8 @@ def until_free(con, attempt):
                     if stamps != seen:
                         seen, changed_at = stamps, now
                 if now - changed_at >= timeout or now - started >= BUSY_CAP * timeout:
-                    raise
-                time.sleep(_pause(tries))
+                    raise gave_up(e, now - started, now - changed_at >= timeout) from None
+                time.sleep((pause or _pause)(tries))
     finally:
         con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}").fetchall()
 
@@ -395,6 +412,12 @@ def write(con, body):
     """Runs `body()` in one transaction that takes the write lock first
     (BEGIN IMMEDIATE), so that what it reads no other writer can change."""
     begin_immediate(con)
+    return _in_transaction(con, body)
+
+
+def _in_transaction(con, body):
+    """Runs `body()` in the transaction begun on `con`, and commits it, or
+    rolls it back when anything fails."""
     try:
         result = body()
         con.execute("COMMIT")
@@ -479,28 +502,43 @@ def _next_run_at(con, queue):
                        (queue,)).fetchone()[0]
 
 
-def claim(con, queue, lease_ms, now, token=None):
+def claim(con, queue, lease_ms, now=None, token=None):
     """Takes the next due job of `queue` under a lease of `lease_ms`, after
-    putting back every job (of any queue) whose lease ran out.
+    putting back every job (of any queue) whose lease ran out. `now` None
+    is the clock's time at each look and once the write lock is taken: a
+    claim that waited seconds for the lock then neither gives a lease that
+    has partly run out nor misses the leases that ran out meanwhile.
 
     Returns (job, None) with job a dict (id, queue, payload, priority,
     attempt, max_attempts, run_at, lease_until, created_at, last_error,
     token), or (None, next_due): the queue's earliest run_at, or None."""
     check_queue(queue)
     check_lease(lease_ms)
-    check_time("the lease's end", now + lease_ms)
-    # A look without the write lock first, so that idle workers polling an
-    # empty queue do not hold up the programs adding jobs.
-    due, expired, next_due = con.execute(
-        "SELECT EXISTS (SELECT 1 FROM ukue_jobs WHERE queue = ? AND state = 'ready' AND run_at <= ?),"
-        " EXISTS (SELECT 1 FROM ukue_jobs WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= ?)),"
-        " (SELECT min(run_at) FROM ukue_jobs WHERE queue = ? AND state = 'ready')",
-        (queue, now, now, queue)).fetchone()
-    if not due and not expired:
-        return None, next_due
+    check_time("the lease's end", (now_ms() if now is None else now) + lease_ms)
     token = token or secrets.token_hex(16)
+    clock = (lambda: now) if now is not None else now_ms
+
+    def look_then_lock():
+        # A look without the write lock first, so that idle workers polling
+        # an empty queue do not hold up the programs adding jobs; and again
+        # before each try of the lock while it is busy: a new job makes
+        # every idle worker's look find it due at once, and a worker that
+        # only waited for the lock would take it in turn with all the
+        # others, after the first took the job, to find nothing.
+        at = clock()
+        due, expired, next_due = con.execute(
+            "SELECT EXISTS (SELECT 1 FROM ukue_jobs WHERE queue = ? AND state = 'ready' AND run_at <= ?),"
+            " EXISTS (SELECT 1 FROM ukue_jobs WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= ?)),"
+            " (SELECT min(run_at) FROM ukue_jobs WHERE queue = ? AND state = 'ready')",
+            (queue, at, at, queue)).fetchone()
+        if not due and not expired:
+            return False, next_due
+        con.execute("BEGIN IMMEDIATE")
+        return True, None
 
     def take():
+        now = clock()
+        check_time("the lease's end", now + lease_ms)
         _reap(con, now)
         job_id = _pick(con, queue, now)
         if job_id is None:
@@ -519,7 +557,10 @@ def claim(con, queue, lease_ms, now, token=None):
             "last_error": last_error, "token": token,
         }, None
 
-    return write(con, take)
+    locked, next_due = until_free(con, look_then_lock, pause=_claim_pause)
+    if not locked:
+        return None, next_due
+    return _in_transaction(con, take)
 
 
 def finish(con, job_id, token, now, keep_done=False):
@@ -569,13 +610,22 @@ def fail(con, job_id, token, error, now, permanent=False, retry_in_ms=None):
     return write(con, record)
 
 
-def renew(con, job_id, token, lease_ms, now):
-    """Extends the holder's lease to now + lease_ms; returns the new lease_until."""
+def renew(con, job_id, token, lease_ms, now=None):
+    """Extends the holder's lease to now + lease_ms; returns the new
+    lease_until. `now` None is the clock's time once the write lock is
+    taken, so that a renewal that waited for it gives a whole lease."""
     check_lease(lease_ms)
-    lease_until = now + lease_ms
-    check_time("the lease's end", lease_until)
-    changed = _write_one(con, "UPDATE ukue_jobs SET lease_until = ?, updated_at = ?"
-                         " WHERE id = ? AND state = 'running' AND token = ?", (lease_until, now, job_id, token))
+    check_time("the lease's end", (now_ms() if now is None else now) + lease_ms)
+
+    def extend():
+        at = now_ms() if now is None else now
+        lease_until = at + lease_ms
+        check_time("the lease's end", lease_until)
+        return _changed(con.execute("UPDATE ukue_jobs SET lease_until = ?, updated_at = ?"
+                                    " WHERE id = ? AND state = 'running' AND token = ?",
+                                    (lease_until, at, job_id, token))), lease_until
+
+    changed, lease_until = write(con, extend)
     if changed != 1:
         raise lease_lost(job_id)
     return lease_until

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -255,6 +256,47 @@ class Steps(TempDir):
         self.assertEqual((stats[1]["running"], stats[1]["expired"]), (0, 1))
         self.assertEqual([j["payload"] for j in steps.list_jobs(con, NOW, state="delayed")], [b"later"])
         self.assertEqual([j["id"] for j in steps.list_jobs(con, NOW, after=1, limit=1)], [2])
+
+
+class BusyWait(TempDir):
+    """until_free's two bounds, with a busy timeout of 0.2 s: another
+    connection holds the write lock throughout."""
+
+    def setUp(self):
+        super().setUp()
+        saved = steps.BUSY_TIMEOUT_MS
+        steps.BUSY_TIMEOUT_MS = 200
+        self.addCleanup(setattr, steps, "BUSY_TIMEOUT_MS", saved)
+        self.con = self.new_file()
+        holder = sqlite3.connect(self.path("jobs.ukue"), isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute("BEGIN IMMEDIATE")
+
+    def test_a_stuck_file_is_given_up_after_one_timeout(self):
+        started = time.monotonic()
+        with self.assertRaises(sqlite3.OperationalError) as caught:
+            steps.begin_immediate(self.con)
+        self.assertIn("database is locked (no other program wrote to the file for 0.2 s)", str(caught.exception))
+        self.assertLess(time.monotonic() - started, 0.2 * steps.BUSY_CAP)
+
+    def test_a_file_others_keep_writing_is_waited_on_up_to_the_cap(self):
+        # What the wait sees of others' commits: the file's time changing.
+        done = threading.Event()
+        self.addCleanup(done.set)
+
+        def touch():
+            n = 0
+            while not done.wait(0.05):
+                n += 1
+                os.utime(self.path("jobs.ukue"), ns=(n * 1_000_000, n * 1_000_000))
+
+        threading.Thread(target=touch, daemon=True).start()
+        started = time.monotonic()
+        with self.assertRaises(sqlite3.OperationalError) as caught:
+            steps.begin_immediate(self.con)
+        waited = time.monotonic() - started
+        self.assertIn("database is locked (others kept writing for", str(caught.exception))
+        self.assertGreaterEqual(waited, 0.2 * steps.BUSY_CAP)
 
 
 class CommandLine(TempDir):
