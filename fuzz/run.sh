@@ -51,9 +51,9 @@ for target in "${targets[@]}"; do
     verdict="FAILED (see fuzz/$log and fuzz/artifacts/$target/; replay: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O --debug-assertions --sanitizer $sanitizer $target ARTIFACT)"
     status=1
   fi
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  cov=$(grep -o 'DONE *cov: [0-9]* ft: [0-9]*' "$log" | tail -1 | grep -o 'cov: [0-9]* ft: [0-9]*')
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  cov=$(grep -o 'DONE *cov: [0-9]* ft: [0-9]*' "$log" | tail -1 | grep -o 'cov: [0-9]* ft: [0-9]*' || true)
   printf '%-14s %8s execs/s  %10s execs  %-20s %s\n' "$target" "${rate:-?}" "${execs:-?}" "${cov:-cov: ?}" "$verdict"
 done
 exit $status

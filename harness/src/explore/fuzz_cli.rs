@@ -127,6 +127,9 @@ fn runs_here(cmd: &Cmd) -> bool {
 }
 
 /// Puts the command's FILE in `dir`, by its last name; returns it.
+/// The longest file name a command line of the fuzzer keeps, in bytes.
+const NAME_MOST: usize = 200;
+
 fn jail(dir: &Path, cmd: &mut Cmd) -> PathBuf {
     let file = match cmd {
         Cmd::Init { file }
@@ -141,7 +144,13 @@ fn jail(dir: &Path, cmd: &mut Cmd) -> PathBuf {
         Cmd::Serve(args) => &mut args.file,
         Cmd::Version => return dir.join("f"),
     };
-    let name = file.file_name().filter(|n| !n.as_bytes().is_empty()).map(PathBuf::from);
+    // A name of more than 255 bytes is one no file system takes
+    // (ENAMETOOLONG, exit 1), which the model does not know; 200 leaves
+    // room for SQLite's `-journal` and `-wal` beside it.
+    let name = file
+        .file_name()
+        .filter(|n| !n.as_bytes().is_empty())
+        .map(|n| PathBuf::from(std::ffi::OsStr::from_bytes(&n.as_bytes()[..n.len().min(NAME_MOST)])));
     *file = dir.join(name.unwrap_or_else(|| PathBuf::from("f")));
     file.clone()
 }
