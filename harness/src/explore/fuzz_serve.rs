@@ -621,8 +621,12 @@ impl Call {
         }
         match self.origin {
             OriginHeader::Absent => {}
+            // A page's own origin names its host; without a Host there is
+            // none to name (`Origin: http://` is no origin at all).
             OriginHeader::Same => {
-                headers.push((header::ORIGIN, format!("http://{}", host.clone().unwrap_or_default())))
+                if let Some(host) = &host {
+                    headers.push((header::ORIGIN, format!("http://{host}")))
+                }
             }
             OriginHeader::Other => headers.push((header::ORIGIN, "http://evil.example".to_string())),
         }
