@@ -70,6 +70,48 @@ def open_bytes():
         for _ in range(64):
             data[rng.randrange(len(data))] = rng.randrange(256)
     mutated("scattered", scatter)
+    look_alikes(out, good)
+
+
+def look_alikes(out, good):
+    """Files whose objects look like the ukue tables and indexes but are not
+    them: a view or an index named ukue_jobs, a table named like an index,
+    files that lack one of the indexes the statements name (INDEXED BY), an
+    application's database with a table of its own, and a trigger that
+    makes a claim fail after it began.
+    Opening reads them with find_tables and find_index, whose mutants
+    (fuzz/time-to-bug.sh open_bytes) only such files show; no mutation of
+    bytes makes one in a fuzzer's minute."""
+    import sqlite3
+    import tempfile
+    edits = {
+        "look-alike-view-ukue_jobs": "DROP TABLE ukue_jobs; CREATE VIEW ukue_jobs AS SELECT 1 AS id;",
+        "look-alike-index-ukue_jobs": "DROP TABLE ukue_jobs; CREATE INDEX ukue_jobs ON ukue_meta (value);",
+        # With a job due in the queue open_bytes claims from: the pick names
+        # ukue_jobs_due, and runs only when a job is due.
+        "look-alike-table-ukue_jobs_due": "DROP INDEX ukue_jobs_due; CREATE TABLE ukue_jobs_due (x); "
+        "INSERT INTO ukue_jobs (queue, payload, run_at) VALUES ('q', x'00', 0);",
+        "look-alike-no-due-index": "DROP INDEX ukue_jobs_due;",
+        "look-alike-no-leases-index": "DROP INDEX ukue_jobs_leases;",
+        # An application's own database, without an application id: adding
+        # the tables leaves the id alone (count_schema sees its table).
+        "look-alike-app-database": "CREATE TABLE app (x); INSERT INTO app VALUES (1);",
+        # A trigger that refuses updates: a claim of its due job fails after
+        # the claim began, and must be rolled back.
+        "look-alike-trigger-refuses-updates": "INSERT INTO ukue_jobs (queue, payload, run_at) VALUES ('q', x'00', 0); "
+        "CREATE TRIGGER no_updates BEFORE UPDATE ON ukue_jobs BEGIN SELECT RAISE(ABORT, 'no updates'); END;",
+    }
+    for name, sql in edits.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "f.ukue")
+            with open(path, "wb") as f:
+                f.write(b"" if name == "look-alike-app-database" else good)
+            conn = sqlite3.connect(path)
+            conn.executescript(sql)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            with open(path, "rb") as f:
+                write(out, name, f.read())
 
 
 def ops_vs_model():

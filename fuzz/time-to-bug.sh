@@ -6,7 +6,8 @@
 # or running out of memory).
 #
 #   fuzz/time-to-bug.sh [TARGET] [NAME...]     TARGET: ops_vs_model (default),
-#                                              driver_lines, serve_requests, cli_args
+#                                              driver_lines, serve_requests, cli_args,
+#                                              open_bytes
 #
 # The mutants (`ukue-conformance mutants` lists them) are chosen at run time
 # by UKUE_BROKEN=NAME, so one build runs them all:
@@ -15,7 +16,10 @@
 #   bugs of ukue-broken, from an empty corpus;
 # - serve_requests: the broken-server layers of ukue-broken, from the seed
 #   corpus without its catches-* inputs;
-# - cli_args: the command-line bugs of ukue-broken, from an empty corpus.
+# - cli_args: the command-line bugs of ukue-broken, from an empty corpus;
+# - open_bytes: the mutants that run only as a file is made or opened (the
+#   `unreached` of ops_vs_model), from the seed corpus (files to open), each
+#   opening compared with the builtin FORMAT.md's.
 # Mutants listed as equivalent or unreached are skipped (ALL=1 runs them).
 # A mutant that the first run does not kill is not run again (FULL=1 runs
 # every seed regardless).
@@ -52,6 +56,7 @@ case $target in
   ops_vs_model | driver_lines) kinds='^(generated|hand-made|bug)$'; explained='disagrees with the model|after the last op|panicked at' ;;
   serve_requests) kinds='^serve-bug$'; explained='serve_requests:' ;;
   cli_args) kinds='^cli-bug$'; explained='cli_args:' ;;
+  open_bytes) kinds='^unreached$'; explained='open_bytes: the mutant' ;;
   *) echo "time-to-bug.sh: no mutants for $target" >&2; exit 2 ;;
 esac
 # driver_lines checks no model: any panic of its checks is one it explains.
@@ -94,7 +99,7 @@ for name in "${names[@]}"; do
     corpus="$work/corpus"
     rm -rf "$corpus" "$work/crash-"*
     mkdir -p "$corpus"
-    if [ "$target" = serve_requests ]; then
+    if [ "$target" = serve_requests ] || [ "$target" = open_bytes ]; then
       find "../fixtures/fuzz/$target" -type f ! -name 'catches-*' -exec cp {} "$corpus/" \;
     fi
     log="$out/$target/${name//\//_}.$seed.log"

@@ -7,6 +7,10 @@
 //! every state, `empty.ukue` a file without jobs, `text.ukue` a file that
 //! is no ukue file, any other name nothing.
 //!
+//! A word `\x01 N REST` stands for REST repeated N times (N a byte): a
+//! queue or payload of hundreds of bytes from a few (libFuzzer keeps no
+//! dictionary entry over 64 bytes), as the limits of 200 characters need.
+//!
 //! `work` and `serve` (which run until stopped) and an `add` that reads its
 //! payload from stdin are read, not run. With `UKUE_BROKEN=NAME` naming a
 //! command-line bug of ukue-broken, the subject is the reference with that
@@ -48,7 +52,7 @@ pub fn cli_args(data: &[u8]) {
 
 fn cli_args_in(dir: &Path, data: &[u8]) {
     let words: Vec<OsString> = std::iter::once(OsString::from("ukue"))
-        .chain(data.split(|b| *b == 0).take(64).map(|a| OsString::from_vec(a.to_vec())))
+        .chain(data.split(|b| *b == 0).take(64).map(|a| OsString::from_vec(expanded(a))))
         .collect();
     lay_out(dir);
     let line = || format!("the command line: {:?}", &words[1..]);
@@ -114,6 +118,17 @@ fn cli_args_in(dir: &Path, data: &[u8]) {
         expected.rows,
         why()
     );
+}
+
+/// The byte that starts a repeated word (see the module's comment).
+const REPEAT: u8 = 1;
+
+/// A word as the command line gets it: `\x01 N REST` is REST N times.
+fn expanded(word: &[u8]) -> Vec<u8> {
+    match word {
+        [REPEAT, n, rest @ ..] => rest.repeat(usize::from(*n)),
+        _ => word.to_vec(),
+    }
 }
 
 /// Whether the command runs in this process: not `work` and `serve`,

@@ -84,6 +84,98 @@ fn open_bytes_in(dir: &Path, data: &[u8]) {
             let _ = file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()));
         }
     }
+    if std::env::var_os("UKUE_BROKEN").is_some_and(|name| !name.is_empty()) {
+        same_opening(dir, data, fuzzed_spec());
+    }
+}
+
+/// Under `UKUE_BROKEN=NAME` (a mutant of FORMAT.md, as
+/// `fuzz/time-to-bug.sh open_bytes` runs it), the builtin reference is the
+/// oracle: the mutant must make of the same bytes what it makes, opened as
+/// an existing file and with its tables added (empty bytes: a new file).
+/// The statements that run only as a file is made or opened are reached
+/// here and nowhere else by fuzzing.
+fn same_opening(dir: &Path, data: &[u8], mutant: Arc<ukue::Spec>) {
+    for access in [ukue::Access::Existing, ukue::Access::AddTables] {
+        let want = opening(dir, "reference", data, ukue::Spec::builtin(), access);
+        let got = opening(dir, "mutant", data, mutant.clone(), access);
+        assert!(
+            got == want,
+            "open_bytes: the mutant makes another file of the input (opened {access:?})\n  reference: {want}\n  mutant:    {got}"
+        );
+    }
+}
+
+/// A value read from a file, as text (a file's text need not be UTF-8).
+fn shown_value(value: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Text(text) => format!("{:?}", String::from_utf8_lossy(text)),
+        ValueRef::Blob(bytes) => format!("a blob of {} bytes", bytes.len()),
+    }
+}
+
+/// What opening `data` as a file in `dir/name/` with `spec` gives: the
+/// refusal, or the schema, meta, pragmas and the answers of a few steps.
+fn opening(dir: &Path, name: &str, data: &[u8], spec: Arc<ukue::Spec>, access: ukue::Access) -> String {
+    let folder = dir.join(name);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir(&folder).expect("a folder for the input");
+    let path = folder.join("fuzz.ukue");
+    std::fs::write(&path, data).expect("writing the input");
+    let options =
+        ukue::OpenOptions::default().access(access).clock(ukue::ManualClock::new(START_MS)).spec(spec);
+    let mut file = match options.open(&path) {
+        Ok(file) => file,
+        Err(e) => return format!("refused: {}", e.to_string().replace(&*folder.to_string_lossy(), "DIR")),
+    };
+    let read = |sql: &str| -> String {
+        let conn = file.connection();
+        let rows = conn.prepare(sql).and_then(|mut st| {
+            let columns = st.column_count();
+            let rows = st.query_map([], |row| {
+                (0..columns).map(|i| row.get_ref(i).map(shown_value)).collect::<rusqlite::Result<Vec<_>>>()
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        });
+        format!("{sql}: {rows:?}")
+    };
+    let mut seen: Vec<String> = [
+        "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name",
+        "SELECT key, value FROM ukue_meta ORDER BY key",
+        "PRAGMA application_id",
+        "PRAGMA journal_mode",
+        "PRAGMA synchronous",
+    ]
+    .into_iter()
+    .map(read)
+    .collect();
+    // The busy wait is the reference's own (PRAGMA busy_timeout reads 0
+    // once it is installed), for as long as set_busy_timeout said.
+    seen.push(format!("busy timeout: {:?}", file.busy_timeout()));
+    seen.push(format!("stats: {:?}", file.stats()));
+    let listed =
+        file.list(&ukue::ListFilter::default()).map(|jobs| jobs.iter().map(|j| j.id).collect::<Vec<_>>());
+    seen.push(format!("list: {listed:?}"));
+    match file.claim("q", std::time::Duration::from_secs(1)) {
+        Ok(Some(job)) => seen.push(format!("claim: {} {:?}", job.id, file.finish(job.id, &job.token, false))),
+        other => seen.push(format!("claim: {:?}", other.map(|_| ()))),
+    }
+    seen.push(format!("add: {:?}", file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()))));
+    // What stays once the file is closed: a transaction left open (a step
+    // that failed and was not rolled back) loses what came after it.
+    drop(file);
+    let kept = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|conn| {
+            conn.query_row("SELECT count(*), max(id) FROM ukue_jobs", [], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+        });
+    seen.push(format!("kept: {kept:?}"));
+    seen.join("\n")
 }
 
 /// What the fuzzer's bytes become in `ops_vs_model`: ops whose references
@@ -128,6 +220,9 @@ enum FuzzOp {
         dead: bool,
         queue: Option<bool>,
     },
+    /// The counts, then a listing: `worker` modulo the workers is the
+    /// worker, the rest chooses the listing's filter ([`list_filter`]),
+    /// so that inputs made before the listing read the same.
     Stats {
         worker: u8,
     },
@@ -369,8 +464,15 @@ fn ops_on(mut run: ModelRun, data: &[u8]) -> ModelRun {
             refail.run(&mut run, &mut ops, &mut next_label, 1 + i64::from(times) % (CAPPED_ATTEMPT + 2));
             continue;
         }
+        let listing = match fuzz {
+            FuzzOp::Stats { worker } => Some(list_filter(worker)),
+            _ => None,
+        };
         let Some(op) = resolve(fuzz, &run, &mut next_label) else { continue };
         step(&mut run, &mut ops, op);
+        if let Some(filter) = listing {
+            check_list(&run, &ops, &filter);
+        }
     }
     if let Err(message) = run.finish() {
         panic!("after the last op: {message}\nthe ops:\n{}", op::script_text(&[], &ops));
@@ -389,6 +491,47 @@ fn step(run: &mut ModelRun, ops: &mut Vec<Op>, op: Op) {
             Err(e) => format!("not saved ({}: {e})", path.display()),
         };
         panic!("the subject disagrees with the model:\n{failure}\nthe ops:\n{script}{saved}");
+    }
+}
+
+/// The listing a [`FuzzOp::Stats`] asks for, from its worker byte's
+/// quotient: the queue (any, a, b), the state (any, or one of the five a
+/// listing shows), and from 0 to 4 for the id to list after, with a limit
+/// of 2 when it is odd.
+fn list_filter(worker: u8) -> ukue::ListFilter {
+    use ukue::ListState::{Dead, Delayed, Done, Ready, Running};
+    let k = usize::from(worker / WORKERS);
+    let queue = [None, Some("a"), Some("b")][k % 3].map(str::to_string);
+    let state = [None, Some(Ready), Some(Delayed), Some(Running), Some(Done), Some(Dead)][k / 3 % 6];
+    let after = (k / 18) as i64;
+    ukue::ListFilter { queue, state, after, limit: if after % 2 == 1 { 2 } else { 1000 } }
+}
+
+/// A listing of the reference (in process: the driver protocol has no
+/// list) against the rows, which the last step checked against the model:
+/// the ids after `after`, of the queue, in the state (a ready job not yet
+/// due is `delayed`), in id order, at most `limit` (FORMAT.md's list).
+fn check_list(run: &ModelRun, ops: &[Op], filter: &ukue::ListFilter) {
+    let Some(file) = run.file() else { return };
+    let rows = run.rows().unwrap_or_else(|e| panic!("{e}"));
+    let now = run.model.now;
+    let shown = |state: &str, run_at: i64| {
+        if state == "ready" && run_at > now { "delayed" } else { state }.to_string()
+    };
+    let want: Vec<i64> = rows
+        .iter()
+        .filter(|r| r.id > filter.after)
+        .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
+        .filter(|r| filter.state.is_none_or(|s| s.as_str() == shown(&r.state, r.run_at)))
+        .map(|r| r.id)
+        .take(filter.limit as usize)
+        .collect();
+    let got = file.list(filter).map(|jobs| jobs.iter().map(|j| j.id).collect::<Vec<_>>());
+    if !matches!(&got, Ok(ids) if *ids == want) {
+        panic!(
+            "the subject disagrees with the model: a list ({filter:?}) at {now} gave {got:?}, the rows say {want:?}\nthe ops:\n{}",
+            op::script_text(&[], ops)
+        );
     }
 }
 
@@ -545,6 +688,51 @@ mod tests {
         assert_eq!(entries, vec![(Some("kw".into()), b"a\"b".to_vec()), (None, b"\x00\\".to_vec())]);
         for bad in ["a", "\"a", "=\"a\"", "\"\"", "\"\\n\"", "\"\\x0\"", "k \"a\""] {
             assert!(dictionary(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// open_bytes under a mutant compares its opening with the reference's:
+    /// on empty bytes (a new file once the tables are added) the builtin
+    /// FORMAT.md makes the same, a mutant of the schema or of a pragma
+    /// another file.
+    #[test]
+    fn a_mutant_that_makes_another_file_fails_open_bytes() {
+        in_scratch(|dir| same_opening(dir, b"", ukue::Spec::builtin()));
+        // No false verdict: the builtin makes the same of every seed as itself.
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fuzz/open_bytes");
+        for (path, data) in corpus(&seeds).unwrap() {
+            let same = std::panic::catch_unwind(|| {
+                in_scratch(|dir| same_opening(dir, &data, ukue::Spec::builtin()))
+            });
+            assert!(same.is_ok(), "{}", path.display());
+        }
+        for name in [
+            "create_index_due/hand-1",
+            "create_jobs/const-5",
+            "set_application_id/hand-1",
+            "set_busy_timeout/const-1",
+        ] {
+            let spec = crate::subjects::mutants::named(name).unwrap().spec();
+            let caught = std::panic::catch_unwind(|| in_scratch(|dir| same_opening(dir, b"", spec)));
+            assert!(caught.is_err(), "{name} passed");
+        }
+    }
+
+    /// A stats op lists too, and the listing is checked: two jobs due and
+    /// one delayed, listed in full (worker byte 0) and by `delayed` (18:
+    /// quotient 6). The reference passes; a list in the wrong order, or
+    /// one that shows a delayed job as ready, fails.
+    #[test]
+    fn a_stats_op_lists_and_a_wrong_listing_fails() {
+        let add = |delay: [u8; 2]| [&[0, 0, 0, 0, 0, 0, 0, 3][..], &delay].concat();
+        let stats = |worker: u8| vec![0x56, 0x55, 0x55, 0x95, worker];
+        let data = [add([0, 0]), add([0, 0]), add([0xe8, 0x03]), stats(0), stats(18)].concat();
+        assert_eq!(list_filter(18).state, Some(ukue::ListState::Delayed));
+        ops_vs_model_on(&Target::InMemory(ukue::Spec::builtin()), &data);
+        for name in ["list/hand-3", "list/hand-2"] {
+            let spec = crate::subjects::mutants::named(name).unwrap().spec();
+            let caught = std::panic::catch_unwind(|| ops_vs_model_on(&Target::InMemory(spec), &data));
+            assert!(caught.is_err(), "{name} passed");
         }
     }
 

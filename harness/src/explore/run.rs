@@ -21,7 +21,7 @@ use crate::check::{self, file::invariants_of};
 use crate::shown::Shown;
 use crate::subjects::driver::client::{DriverCommand, DriverProcess};
 use crate::subjects::driver::{Answer, ReferenceDriver, Request, CAP_NOW_MS, CAP_PUBLISHED_BACKOFF};
-use crate::subjects::observe::file::{open_read_only, read_rows};
+use crate::subjects::observe::file::{open_read_only, read_rows, Row};
 
 /// A [`Target`] started on one file: it performs requests for several
 /// workers.
@@ -33,6 +33,13 @@ pub trait Session {
     /// and no path names it (an in-memory one): the run reads and empties
     /// the database through it.
     fn connection(&self) -> Option<&Connection> {
+        None
+    }
+
+    /// The reference's open file, when the subject is the reference in
+    /// this process: the fuzzer lists through it (a step the driver
+    /// protocol has no request for).
+    fn file(&self) -> Option<&ukue::Ukue> {
         None
     }
 
@@ -222,6 +229,10 @@ impl Session for InMemory {
 
     fn connection(&self) -> Option<&Connection> {
         self.driver.file().map(ukue::Ukue::connection)
+    }
+
+    fn file(&self) -> Option<&ukue::Ukue> {
+        self.driver.file()
     }
 }
 
@@ -415,12 +426,22 @@ impl ModelRun {
         Ok(())
     }
 
+    /// The reference's open file, for a [`Target::InMemory`] run.
+    pub fn file(&self) -> Option<&ukue::Ukue> {
+        self.session.file()
+    }
+
+    /// Every row of the file, by id.
+    pub fn rows(&self) -> Result<Vec<Row>, String> {
+        read_rows(self.reader()).map_err(|e| format!("reading the file: {e}"))
+    }
+
     /// The file's integrity and invariants, and its rows against the model.
     pub fn check_file(&self) -> Result<(), String> {
         if self.integrity_every_step {
             self.finish()?;
         }
-        let rows = read_rows(self.reader()).map_err(|e| format!("reading the file: {e}"))?;
+        let rows = self.rows()?;
         // The invariants of FORMAT.md §7 that rows show (the model's rows
         // keep them too, but a row check names them plainly).
         for row in &rows {
