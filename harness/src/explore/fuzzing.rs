@@ -13,6 +13,7 @@ use super::run::{scratch_dir, ModelRun, Target};
 use crate::check::model::{backoff_base, op, FailHow, JobState, Label, Op, PurgeState, START_MS};
 use crate::subjects::broken;
 use crate::subjects::driver::{Answer, ErrorKind, ReferenceDriver, Request};
+use crate::subjects::observe::file::cell;
 
 /// A fuzz target: panics when a property fails.
 pub type FuzzTarget = fn(&[u8]);
@@ -106,18 +107,6 @@ fn same_opening(dir: &Path, data: &[u8], mutant: Arc<ukue::Spec>) {
     }
 }
 
-/// A value read from a file, as text (a file's text need not be UTF-8).
-fn shown_value(value: rusqlite::types::ValueRef<'_>) -> String {
-    use rusqlite::types::ValueRef;
-    match value {
-        ValueRef::Null => "NULL".into(),
-        ValueRef::Integer(n) => n.to_string(),
-        ValueRef::Real(x) => x.to_string(),
-        ValueRef::Text(text) => format!("{:?}", String::from_utf8_lossy(text)),
-        ValueRef::Blob(bytes) => format!("a blob of {} bytes", bytes.len()),
-    }
-}
-
 /// What opening `data` as a file in `dir/name/` with `spec` gives: the
 /// refusal, or the schema, meta, pragmas and the answers of a few steps.
 fn opening(dir: &Path, name: &str, data: &[u8], spec: Arc<ukue::Spec>, access: ukue::Access) -> String {
@@ -137,7 +126,7 @@ fn opening(dir: &Path, name: &str, data: &[u8], spec: Arc<ukue::Spec>, access: u
         let rows = conn.prepare(sql).and_then(|mut st| {
             let columns = st.column_count();
             let rows = st.query_map([], |row| {
-                (0..columns).map(|i| row.get_ref(i).map(shown_value)).collect::<rusqlite::Result<Vec<_>>>()
+                (0..columns).map(|i| row.get_ref(i).map(cell)).collect::<rusqlite::Result<Vec<_>>>()
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         });

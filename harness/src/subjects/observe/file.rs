@@ -159,7 +159,7 @@ pub fn rows_as_text(path: &Path) -> Result<Vec<String>, Failure> {
 /// type, so that two cells are equal only when SQLite's are: a number bare
 /// (a REAL with its point), TEXT as a JSON string (`text x'…'` when it is
 /// not UTF-8), NULL as `null`, a BLOB as `x'…'`.
-fn cell(value: ValueRef<'_>) -> String {
+pub fn cell(value: ValueRef<'_>) -> String {
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     match value {
         ValueRef::Null => "null".to_string(),
