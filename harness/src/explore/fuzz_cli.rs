@@ -141,10 +141,10 @@ fn runs_here(cmd: &Cmd) -> bool {
     }
 }
 
-/// Puts the command's FILE in `dir`, by its last name; returns it.
 /// The longest file name a command line of the fuzzer keeps, in bytes.
 const NAME_MOST: usize = 200;
 
+/// Puts the command's FILE in `dir`, by its last name; returns it.
 fn jail(dir: &Path, cmd: &mut Cmd) -> PathBuf {
     let file = match cmd {
         Cmd::Init { file }

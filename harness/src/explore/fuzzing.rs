@@ -77,12 +77,7 @@ fn open_bytes_in(dir: &Path, data: &[u8]) {
             assert_eq!(listing(dir), before, "opening left files behind after refusing ({e})");
         }
         Ok(mut file) => {
-            let _ = file.stats();
-            let _ = file.list(&ukue::ListFilter::default());
-            if let Ok(Some(job)) = file.claim("q", std::time::Duration::from_secs(1)) {
-                let _ = file.finish(job.id, &job.token, false);
-            }
-            let _ = file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()));
+            steps_on_opened(&mut file);
         }
     }
     if std::env::var_os("UKUE_BROKEN").is_some_and(|name| !name.is_empty()) {
@@ -145,15 +140,7 @@ fn opening(dir: &Path, name: &str, data: &[u8], spec: Arc<ukue::Spec>, access: u
     // The busy wait is the reference's own (PRAGMA busy_timeout reads 0
     // once it is installed), for as long as set_busy_timeout said.
     seen.push(format!("busy timeout: {:?}", file.busy_timeout()));
-    seen.push(format!("stats: {:?}", file.stats()));
-    let listed =
-        file.list(&ukue::ListFilter::default()).map(|jobs| jobs.iter().map(|j| j.id).collect::<Vec<_>>());
-    seen.push(format!("list: {listed:?}"));
-    match file.claim("q", std::time::Duration::from_secs(1)) {
-        Ok(Some(job)) => seen.push(format!("claim: {} {:?}", job.id, file.finish(job.id, &job.token, false))),
-        other => seen.push(format!("claim: {:?}", other.map(|_| ()))),
-    }
-    seen.push(format!("add: {:?}", file.add(&ukue::NewJob::new("q", b"fuzz".to_vec()))));
+    seen.extend(steps_on_opened(&mut file));
     // What stays once the file is closed: a transaction left open (a step
     // that failed and was not rolled back) loses what came after it.
     drop(file);
@@ -165,6 +152,20 @@ fn opening(dir: &Path, name: &str, data: &[u8], spec: Arc<ukue::Spec>, access: u
         });
     seen.push(format!("kept: {kept:?}"));
     seen.join("\n")
+}
+
+/// The steps open_bytes takes on a file it opened: a stats, a list, a
+/// claim (and the finish of what it took) and an add; their answers.
+fn steps_on_opened(file: &mut ukue::Ukue) -> [String; 4] {
+    let stats = format!("stats: {:?}", file.stats());
+    let listed =
+        file.list(&ukue::ListFilter::default()).map(|jobs| jobs.iter().map(|j| j.id).collect::<Vec<_>>());
+    let claim = match file.claim("q", std::time::Duration::from_secs(1)) {
+        Ok(Some(job)) => format!("claim: {} {:?}", job.id, file.finish(job.id, &job.token, false)),
+        other => format!("claim: {:?}", other.map(|_| ())),
+    };
+    let add = format!("add: {:?}", file.add(&ukue::NewJob::new("q", b"fuzz".to_vec())));
+    [stats, format!("list: {listed:?}"), claim, add]
 }
 
 /// What the fuzzer's bytes become in `ops_vs_model`: ops whose references
