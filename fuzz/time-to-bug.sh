@@ -15,7 +15,8 @@
 #   (generated and hand-made, harness/src/subjects/mutants.rs) and the step
 #   bugs of ukue-broken, from an empty corpus;
 # - serve_requests: the broken-server layers of ukue-broken, from the seed
-#   corpus without its catches-* inputs;
+#   corpus without its catches-* inputs (not serve-stop-fails, which is
+#   `serve-unreached`: only the exit status of the process shows it);
 # - cli_args: the command-line bugs of ukue-broken, from an empty corpus;
 # - open_bytes: the mutants that run only as a file is made or opened (the
 #   `unreached` of ops_vs_model), from the seed corpus (files to open), each

@@ -83,6 +83,51 @@ fn the_targets_catch_what_they_look_for() {
     assert_eq!(e.exit_code(), 2);
 }
 
+/// serve_requests can fail: each broken server of ukue-broken that a
+/// request to the API shows has a `catches-NAME` seed, which alone fails
+/// the target with that server's layer around the API, on one of the
+/// target's own checks (every_seed_passes_its_target runs it against the
+/// reference, which passes).
+#[test]
+fn each_broken_server_has_a_seed_that_finds_it() {
+    use ukue_harness::subjects::broken;
+    let root = repo().join("fixtures/fuzz/serve_requests");
+    let mut missed = Vec::new();
+    for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
+        let path = root.join(format!("catches-{}", bug.name));
+        if let Some(why) = bug.serve.beyond_the_api() {
+            assert!(!path.exists(), "{}: {} is beyond the API ({why})", path.display(), bug.name);
+            continue;
+        }
+        let data = std::fs::read(&path).unwrap_or_default();
+        let outcome = std::panic::catch_unwind(|| {
+            ukue_harness::explore::fuzz_serve::serve_requests_with(bug.serve, &data)
+        });
+        // serve-untrimmed-token hands its token to the environment.
+        std::env::remove_var("UKUE_TOKEN");
+        let message = match outcome {
+            Ok(()) => String::new(),
+            Err(panic) => panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        };
+        if !message.starts_with("serve_requests: ") {
+            missed.push(format!(
+                "{} does not fail serve_requests under {} ({message:?}): find a new one with \
+                 `fuzz/time-to-bug.sh serve_requests {}` (then copy \
+                 fuzz/logs/time-to-bug/serve_requests/{}.crash)",
+                path.display(),
+                bug.name,
+                bug.name,
+                bug.name
+            ));
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
+}
+
 fn repo() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }

@@ -654,8 +654,8 @@ fn run_model_command(command: ModelCommand) -> u8 {
 /// One line a mutant, tab-separated: its name; `generated`, `hand-made`,
 /// or `equivalent` or `unreached` with the reason
 /// (crate::subjects::mutants); what it changes. Then the step bugs of
-/// ukue-broken, as `bug`, its broken servers (`serve-bug`) and its
-/// command-line bugs (`cli-bug`). With `--corpus`, a fourth column: the first
+/// ukue-broken, as `bug`, its broken servers (`serve-bug`, or `serve-unreached`
+/// for one that no request shows) and its command-line bugs (`cli-bug`). With `--corpus`, a fourth column: the first
 /// input of the folder that kills the mutant, or `-`.
 fn print_mutants(args: MutantsArgs) -> u8 {
     use crate::explore::fuzzing::first_kill;
@@ -697,7 +697,10 @@ fn print_mutants(args: MutantsArgs) -> u8 {
         println!("{name}\tbug\t{}{killed}", bug.what);
     }
     for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
-        println!("{}\tserve-bug\t{}", bug.name, bug.what);
+        match bug.serve.beyond_the_api() {
+            None => println!("{}\tserve-bug\t{}", bug.name, bug.what),
+            Some(why) => println!("{}\tserve-unreached: {why}\t{}", bug.name, bug.what),
+        }
     }
     for bug in broken::CLI_BUGS {
         println!("{}\tcli-bug\t{}", bug.name, bug.what);

@@ -11,10 +11,20 @@
 //! delay refused, a lease and a retry_in in seconds, keep_done, a retry
 //! of all dead jobs of one queue, the list's default limit.
 //!
+//! Claims also go in time, on tokio's paused clock, which passes a wait
+//! at once: a claim that waits with nothing added must answer 204 when its
+//! wait, at most 30 s, is over (or 200 at once, for a job due already); one
+//! whose queue gets a job during its wait takes it at once; and when a
+//! claim's client leaves (its request dropped, as it starts or while it
+//! waits), every ready job is ready again once the server's tasks have
+//! ended, its attempts as they were (COMMAND.md http.claim-wait,
+//! claim-wait-most, claim-empty, claim-left and claim-left-gives-back).
+//!
 //! With `UKUE_BROKEN=NAME` naming a broken server of ukue-broken
 //! (crate::subjects::broken_serve), its layer goes around the API, so that
 //! the target shows it finds it.
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -34,6 +44,16 @@ const TOKEN: &str = "fuzz-token";
 const BOUND: &str = "127.0.0.1:7660";
 /// At most this many requests an input.
 const MOST: usize = 48;
+/// The longest a claim waits, in seconds (COMMAND.md http.claim-wait-most).
+const LONGEST_WAIT: f64 = 30.0;
+/// A waiting claim takes a job that this server adds within this many
+/// seconds of the add's request (http.claim-wait says at once). The paused
+/// clock moves on to the claim's next look, 250 ms on, while the add is
+/// written on the server's writer thread, which tokio does not see.
+const AT_ONCE: f64 = 1.0;
+/// Of the clock that a claim's wait runs on (tokio's, paused): a little
+/// for its timers' rounding to milliseconds.
+const SLACK: f64 = 0.05;
 
 /// How the server is set up for one input.
 #[derive(Debug, Arbitrary)]
@@ -178,19 +198,48 @@ enum Payload {
     Both,
 }
 
+/// A queue a body names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Queue {
+    A,
+    B,
+    /// Only the races name it ([`InTime`]): it has no job until one adds it.
+    C,
+}
+
+impl Queue {
+    fn name(self) -> &'static str {
+        match self {
+            Queue::A => "a",
+            Queue::B => "b",
+            Queue::C => "c",
+        }
+    }
+}
+
+/// A bool's byte, as the queue of inputs made before there was a c.
+impl<'a> Arbitrary<'a> for Queue {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Queue> {
+        Ok(if bool::arbitrary(u)? { Queue::B } else { Queue::A })
+    }
+}
+
 #[derive(Debug, Arbitrary)]
 enum Json {
     Empty,
     Add {
-        queue: Option<bool>,
+        queue: Option<Queue>,
         payload: Option<Payload>,
         priority: Option<i8>,
         max_attempts: Option<i8>,
         delay: Option<Span>,
     },
     Claim {
-        queue: Option<bool>,
+        queue: Option<Queue>,
         lease: Option<Span>,
+        /// Seconds: only the well-formed claims that wait ([`ClaimHow`]) give one.
+        #[arbitrary(default)]
+        wait: Option<f64>,
     },
     Held {
         claim: u8,
@@ -202,7 +251,7 @@ enum Json {
     },
     Bulk {
         state: Option<u8>,
-        queue: Option<bool>,
+        queue: Option<Queue>,
     },
     /// Valid JSON with one thing wrong.
     Near(Box<Json>, Edit),
@@ -243,19 +292,126 @@ enum Step {
     Well(Well),
 }
 
+/// How a well-formed claim goes in time, from one byte, so that inputs
+/// made before claims waited read as they did: a byte under 128 is a claim
+/// answered at once, as every claim was, with a lease of 1 to 8 s.
+#[derive(Debug, Clone, Copy)]
+struct ClaimHow {
+    /// Seconds.
+    lease: u8,
+    time: InTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum InTime {
+    AtOnce,
+    /// Waits up to this many seconds; nothing is added meanwhile.
+    Waits(f64),
+    /// Waits `wait` s, and a job of its queue is added `after` s into it.
+    Raced {
+        after: u8,
+        wait: f64,
+    },
+    /// Its client leaves as soon as the claim has started.
+    LeavesAtOnce,
+    /// Its client leaves `after` s into a wait of [`LEFT_WAIT`] s, and a
+    /// job of its queue is added then.
+    LeavesWaiting {
+        after: u8,
+    },
+}
+
+/// The wait of a claim whose client leaves while it waits.
+const LEFT_WAIT: f64 = 10.0;
+
+impl ClaimHow {
+    fn arbitrary_byte(u: &mut Unstructured) -> arbitrary::Result<ClaimHow> {
+        let b = u8::arbitrary(u)?;
+        let p = b & 31;
+        let time = match (b >= 128, (b >> 5) & 3) {
+            (false, _) => InTime::AtOnce,
+            (true, 0) => {
+                // Under, at and over the longest wait, and far over it.
+                const WAITS: [f64; 8] = [0.5, 1.0, 5.0, 29.5, 30.0, 30.5, 60.0, 86_400.0];
+                InTime::Waits(WAITS[usize::from(p / 4)])
+            }
+            (true, 1) => {
+                let after = p / 4;
+                InTime::Raced { after, wait: if p % 2 == 0 { f64::from(after) + 5.0 } else { 45.0 } }
+            }
+            (true, 2) => InTime::LeavesAtOnce,
+            (true, _) => InTime::LeavesWaiting { after: p / 8 },
+        };
+        Ok(ClaimHow { lease: b % 8 + 1, time })
+    }
+
+    /// The `wait` of its body, in seconds.
+    fn wait(self) -> Option<f64> {
+        match self.time {
+            InTime::AtOnce | InTime::LeavesAtOnce => None,
+            InTime::Waits(wait) | InTime::Raced { wait, .. } => Some(wait),
+            InTime::LeavesWaiting { .. } => Some(LEFT_WAIT),
+        }
+    }
+}
+
+impl InTime {
+    /// For the list of requests a failure shows.
+    fn describe(self) -> String {
+        match self {
+            InTime::AtOnce => String::new(),
+            InTime::Waits(_) => " (nothing is added while it waits)".into(),
+            InTime::Raced { after, .. } => format!(" (a job of its queue is added {after} s into its wait)"),
+            InTime::LeavesAtOnce => " (its client leaves as it starts)".into(),
+            InTime::LeavesWaiting { after } => {
+                format!(" (its client leaves {after} s into its wait; a job of its queue is added then)")
+            }
+        }
+    }
+}
+
 #[derive(Debug, Arbitrary)]
 enum Well {
-    Add { queue_b: bool, priority: i8, max_attempts: u8, delay: u8 },
-    Claim { queue_b: bool, lease: u8 },
-    Ack { claim: u8 },
-    Fail { claim: u8, retry_in: Option<u8>, dead: bool },
-    Extend { claim: u8, lease: u8 },
-    Release { claim: u8 },
-    Retry { job: u8 },
-    RetryAll { queue: Option<bool> },
-    Purge { dead: bool, queue: Option<bool> },
+    Add {
+        queue_b: bool,
+        priority: i8,
+        max_attempts: u8,
+        delay: u8,
+    },
+    Claim {
+        queue_b: bool,
+        #[arbitrary(with = ClaimHow::arbitrary_byte)]
+        how: ClaimHow,
+    },
+    Ack {
+        claim: u8,
+    },
+    Fail {
+        claim: u8,
+        retry_in: Option<u8>,
+        dead: bool,
+    },
+    Extend {
+        claim: u8,
+        lease: u8,
+    },
+    Release {
+        claim: u8,
+    },
+    Retry {
+        job: u8,
+    },
+    RetryAll {
+        queue: Option<bool>,
+    },
+    Purge {
+        dead: bool,
+        queue: Option<bool>,
+    },
     List,
-    Advance { seconds: u8 },
+    Advance {
+        seconds: u8,
+    },
 }
 
 /// What the input's run knows: the ids the server gave, and the claims'
@@ -280,16 +436,25 @@ fn fuzzed_flaw() -> ServeFlaw {
 
 /// `serve_requests`: see the module's comment.
 pub fn serve_requests(data: &[u8]) {
+    serve_requests_with(fuzzed_flaw(), data)
+}
+
+/// `serve_requests` with the layer of `flaw` around the API (`cargo test`
+/// shows that each `catches-*` seed finds its flaw so).
+pub fn serve_requests_with(flaw: ServeFlaw, data: &[u8]) {
     thread_local! {
+        // Paused: a claim's wait passes as soon as nothing else is to be
+        // done, so that the 30 s a claim may wait cost no time.
         static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .start_paused(true)
             .build()
             .expect("a tokio runtime");
     }
-    super::fuzzing::in_scratch(|dir| RUNTIME.with(|rt| rt.block_on(run(dir, data))));
+    super::fuzzing::in_scratch(|dir| RUNTIME.with(|rt| rt.block_on(run(dir, flaw, data))));
 }
 
-async fn run(dir: &Path, data: &[u8]) {
+async fn run(dir: &Path, flaw: ServeFlaw, data: &[u8]) {
     let mut input = Unstructured::new(data);
     let Ok(setup) = Setup::arbitrary(&mut input) else { return };
     // A name of its own: the server of the input before may still be
@@ -307,6 +472,19 @@ async fn run(dir: &Path, data: &[u8]) {
             .map(|n| ukue::NewJob::new(if n % 2 == 0 { "a" } else { "b" }, vec![b'x']))
             .collect();
         seen.ids = file.add_batch(&jobs).expect("adding jobs");
+        // Of each queue, a job or two held by a claim the input may use, and
+        // one or two dead, so that a call about a held job or a retry needs
+        // no claim or fail before it.
+        let lease = Duration::from_secs(30);
+        for n in 0..(jobs.len() / 4).min(4) {
+            let queue = if n % 2 == 0 { "a" } else { "b" };
+            if let ukue::Claim::Job(job) = file.claim_next(queue, lease).expect("claiming a job") {
+                seen.claims.push((job.id, job.token));
+            }
+            if let ukue::Claim::Job(job) = file.claim_next(queue, lease).expect("claiming a job") {
+                file.fail(job.id, &job.token, "set up dead", ukue::Retry::Never).expect("failing a job");
+            }
+        }
     }
     let mut args = serve_args(&path, &setup);
     if setup.token {
@@ -315,27 +493,50 @@ async fn run(dir: &Path, data: &[u8]) {
         args.token_file = Some(token_file);
     }
     let expected = Expect { token: setup.token, limit: args.max_body as usize, keep_done: setup.keep_done };
-    let Flawed { args, around } = flawed(&options, args, fuzzed_flaw()).expect("the flaw's layer");
+    let Flawed { args, around } = flawed(&options, args, flaw).expect("the flaw's layer");
     let api = ukue::cli::serve::api(options, &args, BOUND.parse().expect("an address")).expect("the API");
-    // A stopping server's claims answer at once: no claim waits.
-    let _ = api.stop.send(true);
+    // Kept to the end: a server whose stop is dropped answers waiting claims at once.
+    let _stop = api.stop;
     let router = around(api.router);
     let reader = crate::subjects::observe::file::open_read_only(&path).expect("a reading connection");
     let mut calls = Vec::new();
     while calls.len() < MOST && !input.is_empty() {
         let Ok(step) = Step::arbitrary(&mut input) else { break };
-        let call = match step {
-            Step::Call(call) => call,
-            Step::Well(well) => well.call(),
+        let (call, timed) = match step {
+            Step::Call(call) => (call, None),
+            Step::Well(Well::Claim { queue_b, how }) if how.time != InTime::AtOnce => {
+                let call = Well::Claim { queue_b, how }.call();
+                let queue = match &call.body {
+                    Json::Claim { queue, .. } => *queue,
+                    _ => unreachable!("a claim's body"),
+                };
+                (call, Some((queue, how.time)))
+            }
+            Step::Well(well) => (well.call(), None),
         };
         clock.advance(Duration::from_secs(u64::from(call.advance)));
         let request = call.request(&seen, &expected);
         let before = Before::read(&reader, &request, &call);
-        calls.push(format!("{} {}", request.method, request.uri));
-        let answer = router.clone().oneshot(request.build()).await.unwrap_or_else(|e| match e {});
-        let status = answer.status();
-        let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX).await.expect("the answer's body");
+        let how = timed.map_or(String::new(), |(_, time)| time.describe());
+        calls.push(format!("{} {}{how}", request.method, request.uri));
         let context = || format!("the requests:\n  {}", calls.join("\n  "));
+        let answered = match timed {
+            None => Some(send(&router, &request).await),
+            Some((queue, time)) => {
+                let timing = Timing { router: &router, reader: &reader, expect: &expected, queue };
+                timing
+                    .claim(time, &request, &mut seen)
+                    .await
+                    .unwrap_or_else(|e| panic!("serve_requests: {e}\n{}", context()))
+            }
+        };
+        let Some((status, bytes)) = answered else {
+            let findings = crate::check::file::invariants_of(&reader);
+            if let Some(finding) = findings.first() {
+                panic!("serve_requests: the file breaks FORMAT.md §7: {finding:?}\n{}", context());
+            }
+            continue;
+        };
         let body = check_answer(&request, status, &bytes)
             .unwrap_or_else(|e| panic!("serve_requests: {e}\n{}", context()));
         let now = ukue::Clock::now_ms(&clock);
@@ -347,6 +548,188 @@ async fn run(dir: &Path, data: &[u8]) {
             panic!("serve_requests: the file breaks FORMAT.md §7: {finding:?}\n{}", context());
         }
         seen.learn(&request, status, &body);
+    }
+}
+
+/// `sent`'s answer: its status and body.
+async fn send(router: &axum::Router, sent: &Sent) -> (StatusCode, axum::body::Bytes) {
+    let answer = router.clone().oneshot(sent.build()).await.unwrap_or_else(|e| match e {});
+    let status = answer.status();
+    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX).await.expect("the answer's body");
+    (status, bytes)
+}
+
+/// A well-formed claim that waits, races an add, or whose client leaves
+/// ([`InTime`]), on tokio's paused clock, which moves only when the server
+/// waits on a timer (the file's clock stands still meanwhile).
+struct Timing<'a> {
+    router: &'a axum::Router,
+    reader: &'a rusqlite::Connection,
+    expect: &'a Expect,
+    /// The claim's queue.
+    queue: Option<Queue>,
+}
+
+impl Timing<'_> {
+    /// The claim's answer, if its client stayed for one, once what it shows
+    /// in time, and what the file keeps after a client left, are checked.
+    async fn claim(
+        &self,
+        time: InTime,
+        claim: &Sent,
+        seen: &mut Seen,
+    ) -> Result<Option<(StatusCode, axum::body::Bytes)>, String> {
+        let started = tokio::time::Instant::now();
+        match time {
+            InTime::AtOnce => Ok(Some(send(self.router, claim).await)),
+            InTime::Waits(wait) => {
+                let (status, bytes) = send(self.router, claim).await;
+                let took = started.elapsed().as_secs_f64();
+                let most = wait.min(LONGEST_WAIT);
+                let wrong = match status.as_u16() {
+                    // http.claim-empty: once the wait is over; http.claim-wait-most.
+                    204 => (took - most).abs() > SLACK,
+                    // Nothing became due while it waited: the job was there at once.
+                    200 => took > SLACK,
+                    _ => false,
+                };
+                if wrong {
+                    return Err(format!(
+                        "a claim with a wait of {wait} s answered {status} after {took:.3} s, with nothing added \
+                         meanwhile: a job due at once, or none after {most} s (http.claim-wait, \
+                         http.claim-wait-most, http.claim-empty)"
+                    ));
+                }
+                Ok(Some((status, bytes)))
+            }
+            InTime::Raced { after, wait } => {
+                let add = self.add();
+                let claiming = async { (send(self.router, claim).await, tokio::time::Instant::now()) };
+                let adding = async {
+                    tokio::time::sleep(Duration::from_secs(after.into())).await;
+                    // When it is sent: the clock may move on while it is written.
+                    let sent = tokio::time::Instant::now();
+                    (send(self.router, &add).await, sent)
+                };
+                let (((status, bytes), answered), ((added, add_body), added_at)) =
+                    tokio::join!(claiming, adding);
+                seen.learn(&add, added, &serde_json::from_slice(&add_body).unwrap_or_default());
+                if added == StatusCode::CREATED {
+                    let late = answered.saturating_duration_since(added_at).as_secs_f64();
+                    if status != StatusCode::OK || late > AT_ONCE {
+                        return Err(format!(
+                            "a claim with a wait of {wait} s answered {status} {:.3} s after a job of its \
+                             queue was added {after} s into its wait: at once, with a job (http.claim-wait)",
+                            late
+                        ));
+                    }
+                }
+                Ok(Some((status, bytes)))
+            }
+            InTime::LeavesAtOnce | InTime::LeavesWaiting { .. } => self.left(time, claim, seen).await,
+        }
+    }
+
+    /// A claim whose client leaves: once the server's tasks have ended,
+    /// every job that was ready, and one added after the client left, is
+    /// ready, its attempts as they were (http.claim-left, and
+    /// http.claim-left-gives-back, which the reference keeps).
+    async fn left(
+        &self,
+        time: InTime,
+        claim: &Sent,
+        seen: &mut Seen,
+    ) -> Result<Option<(StatusCode, axum::body::Bytes)>, String> {
+        let mut ready = self.ready();
+        // Boxed, so that dropping it drops the request: the client leaves.
+        let mut request = Box::pin(send(self.router, claim));
+        let answered = match time {
+            InTime::LeavesWaiting { after } => tokio::select! {
+                biased;
+                answer = &mut request => Some(answer),
+                _ = tokio::time::sleep(Duration::from_secs(after.into())) => None,
+            },
+            _ => match std::future::poll_fn(|cx| std::task::Poll::Ready(request.as_mut().poll(cx))).await {
+                std::task::Poll::Ready(answer) => Some(answer),
+                std::task::Poll::Pending => None,
+            },
+        };
+        if answered.is_some() {
+            return Ok(answered);
+        }
+        drop(request);
+        if let InTime::LeavesWaiting { .. } = time {
+            let add = self.add();
+            let (status, body) = send(self.router, &add).await;
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if let (StatusCode::CREATED, Some(id)) = (status, body["id"].as_i64()) {
+                ready.push((id, 0));
+            }
+            seen.learn(&add, status, &body);
+        }
+        // A claim that ran on without its client has ended by then.
+        let wait = ClaimHow { lease: 0, time }.wait().unwrap_or(0.0);
+        tokio::time::sleep(Duration::from_secs_f64(wait + 1.0)).await;
+        settle().await?;
+        for (id, attempts) in ready {
+            let now: Option<(String, i64)> = self
+                .reader
+                .query_row("SELECT state, attempts FROM ukue_jobs WHERE id = ?1", [id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .ok();
+            if now.as_ref().is_none_or(|(state, n)| state != "ready" || *n != attempts) {
+                return Err(format!(
+                    "job {id} was ready with {attempts} attempts, and after a claim whose client left it \
+                     is {now:?}: a job claimed for a client that left comes back, its attempt uncounted \
+                     (http.claim-left, http.claim-left-gives-back)"
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A well-formed add to the claim's queue, due at once, with a body
+    /// under the smallest limit.
+    fn add(&self) -> Sent {
+        let mut add = Well::Add { queue_b: false, priority: 0, max_attempts: 2, delay: 0 }.call();
+        add.body = Json::Add {
+            queue: self.queue,
+            payload: Some(Payload::Text("job".into())),
+            priority: None,
+            max_attempts: None,
+            delay: None,
+        };
+        add.request(&Seen::default(), self.expect)
+    }
+
+    /// The ready jobs, with their attempts.
+    fn ready(&self) -> Vec<(i64, i64)> {
+        let mut rows = self
+            .reader
+            .prepare("SELECT id, attempts FROM ukue_jobs WHERE state = 'ready'")
+            .expect("reading the file");
+        let rows = rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("reading the file");
+        rows.collect::<Result<_, _>>().expect("reading the file")
+    }
+}
+
+/// Waits until no task of the server's runs (a claim whose client left
+/// runs to its end, and gives back what it took then), 30 s at most.
+async fn settle() -> Result<(), String> {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        // Lets them run; their steps run on the server's threads meanwhile.
+        tokio::task::yield_now().await;
+        let running = metrics.num_alive_tasks();
+        if running == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{running} tasks of the server still run 30 s after a claim's client left"));
+        }
+        std::thread::sleep(Duration::from_micros(100));
     }
 }
 
@@ -367,8 +750,11 @@ impl Well {
     /// The call a client of the API makes: addressed to localhost, with the
     /// token, a JSON body of the endpoint's keys.
     fn call(self) -> Call {
-        let queue = |b: bool| Some(b);
+        let queue = |b: bool| Some(if b { Queue::B } else { Queue::A });
         let (verb, route, body, advance) = match self {
+            // An eighth of them a body of exactly the limit, which is taken
+            // (http.max-body).
+            Well::Add { delay: 224.., .. } => (Verb::Post, Route::Jobs { query: None }, Json::Sized(0), 0),
             Well::Add { queue_b, priority, max_attempts, delay } => (
                 Verb::Post,
                 Route::Jobs { query: None },
@@ -377,14 +763,24 @@ impl Well {
                     payload: Some(Payload::Text("job".into())),
                     priority: Some(priority % 101),
                     max_attempts: Some((max_attempts % 5 + 1) as i8),
-                    delay: Some(Span::Seconds(i16::from(delay % 4))),
+                    // -1 s (refused) a fifth of the time.
+                    delay: Some(Span::Seconds(i16::from(delay % 5) - 1)),
                 },
                 0,
             ),
-            Well::Claim { queue_b, lease } => (
+            Well::Claim { queue_b, how } => (
                 Verb::Post,
                 Route::Claim,
-                Json::Claim { queue: queue(queue_b), lease: Some(Span::Seconds(i16::from(lease % 8 + 1))) },
+                Json::Claim {
+                    // A race, or a wait its client leaves, on a queue with no
+                    // job until the race adds one.
+                    queue: match how.time {
+                        InTime::Raced { .. } | InTime::LeavesWaiting { .. } => Some(Queue::C),
+                        _ => queue(queue_b),
+                    },
+                    lease: Some(Span::Seconds(i16::from(how.lease))),
+                    wait: how.wait(),
+                },
                 0,
             ),
             Well::Ack { claim } => (Verb::Post, Route::Ack(Id::Known(u8::MAX)), held(claim), 0),
@@ -416,9 +812,12 @@ impl Well {
             ),
             Well::Release { claim } => (Verb::Post, Route::Release(Id::Known(u8::MAX)), held(claim), 0),
             Well::Retry { job } => (Verb::Post, Route::Retry(Id::Known(job)), Json::Empty, 0),
-            Well::RetryAll { queue } => (Verb::Post, Route::RetryAll, Json::Bulk { state: None, queue }, 0),
-            Well::Purge { dead, queue } => {
-                (Verb::Post, Route::Purge, Json::Bulk { state: Some(if dead { 0 } else { 1 }), queue }, 0)
+            Well::RetryAll { queue: q } => {
+                (Verb::Post, Route::RetryAll, Json::Bulk { state: None, queue: q.and_then(queue) }, 0)
+            }
+            Well::Purge { dead, queue: q } => {
+                let state = Some(if dead { 0 } else { 1 });
+                (Verb::Post, Route::Purge, Json::Bulk { state, queue: q.and_then(queue) }, 0)
             }
             Well::List => (Verb::Get, Route::Jobs { query: None }, Json::Empty, 0),
             Well::Advance { seconds } => (Verb::Get, Route::Stats, Json::Empty, seconds % 16),
@@ -681,7 +1080,7 @@ impl ListQuery {
 impl Json {
     fn value(&self, claim: Option<&(i64, String)>) -> Option<serde_json::Value> {
         use serde_json::{json, Map, Value};
-        let queue = |q: &Option<bool>| q.map(|b| Value::from(if b { "b" } else { "a" }));
+        let queue = |q: &Option<Queue>| q.map(|q| Value::from(q.name()));
         let mut object = Map::new();
         let mut put = |key: &str, value: Option<Value>| {
             if let Some(value) = value {
@@ -712,9 +1111,10 @@ impl Json {
                 put("max_attempts", max_attempts.map(Value::from));
                 put("delay", delay.as_ref().map(Span::json));
             }
-            Json::Claim { queue: q, lease } => {
+            Json::Claim { queue: q, lease, wait } => {
                 put("queue", queue(q));
                 put("lease", lease.as_ref().map(Span::json));
+                put("wait", wait.map(Value::from));
             }
             Json::Held { error, dead, retry_in, lease, .. } => {
                 put("token", claim.map(|(_, t)| t.clone().into()));
@@ -737,7 +1137,8 @@ impl Json {
             Json::Empty => Vec::new(),
             Json::Raw(bytes) => bytes.clone(),
             Json::Sized(delta) => {
-                let want = (limit as i64 + i64::from(*delta).clamp(-2, 2)).max(0) as usize;
+                // The limit itself a third of the time.
+                let want = (limit as i64 + i64::from(*delta) % 3).max(0) as usize;
                 let mut text = r#"{"queue": "a", "payload": ""#.to_string();
                 let pad = want.saturating_sub(text.len() + 2);
                 text.push_str(&"x".repeat(pad));
@@ -803,7 +1204,7 @@ impl Before {
             conn.query_row(sql, params, |r| r.get(0)).expect("reading the file")
         };
         let queue = match &call.body {
-            Json::Bulk { queue: Some(b), .. } => Some(if *b { "b" } else { "a" }),
+            Json::Bulk { queue: Some(q), .. } => Some(q.name()),
             _ => None,
         };
         let holds = match (sent.id, &sent.token) {
@@ -997,6 +1398,54 @@ impl Seen {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An input of one well-formed claim, its byte `how`, on a file of
+    /// `jobs` jobs (queue a's first one ready).
+    fn one_claim(jobs: u8, how: u8) -> Vec<u8> {
+        // Setup; Step::Well; Well::Claim; queue a; how.
+        vec![0, 0, 0, jobs, 0xff, 0xff, 0xff, 0xff, 0x20, 0x20, 0x20, 0x20, 0, how]
+    }
+
+    fn fails(flaw: ServeFlaw, data: &[u8]) -> Option<String> {
+        let outcome = std::panic::catch_unwind(|| serve_requests_with(flaw, data));
+        outcome.err().map(|p| p.downcast_ref::<String>().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn claims_in_time_find_the_servers_that_wait_wrong_or_lose_a_left_clients_job() {
+        let cases = [
+            (152, "Waits(60.0)", vec![ServeFlaw::WaitUncapped]),
+            (164, "Raced { after: 1, wait: 6.0 }", vec![ServeFlaw::LooksOnlyAtEnds]),
+            (
+                165,
+                "Raced { after: 1, wait: 45.0 }",
+                vec![ServeFlaw::LooksOnlyAtEnds, ServeFlaw::WaitUncapped],
+            ),
+            (192, "LeavesAtOnce", vec![ServeFlaw::KeepsAbandonedClaims, ServeFlaw::FinishesAbandonedClaims]),
+            (
+                232,
+                "LeavesWaiting { after: 1 }",
+                vec![ServeFlaw::KeepsAbandonedClaims, ServeFlaw::FinishesAbandonedClaims],
+            ),
+        ];
+        for (how, time, flaws) in cases {
+            let data = one_claim(2, how);
+            let mut input = Unstructured::new(&data);
+            let _ = Setup::arbitrary(&mut input).unwrap();
+            let step = format!("{:?}", Step::arbitrary(&mut input).unwrap());
+            assert!(step.contains(&format!("time: {time}")), "{how}: {step}");
+            assert_eq!(fails(ServeFlaw::None, &data), None, "the reference, {time}");
+            for flaw in flaws {
+                let message = fails(flaw, &data).unwrap_or_else(|| panic!("{flaw:?} passes {time}"));
+                assert!(message.starts_with("serve_requests: "), "{flaw:?}, {time}: {message}");
+            }
         }
     }
 }

@@ -93,6 +93,19 @@ pub enum ServeFlaw {
 /// A server without flaws of its own.
 const SOUND: ServeFlaw = ServeFlaw::None;
 
+impl ServeFlaw {
+    /// Why no request to the API shows it, if none can: the serve_requests
+    /// fuzzer drives the API in-process, and the http/* cases catch these.
+    pub fn beyond_the_api(self) -> Option<&'static str> {
+        match self {
+            ServeFlaw::StopExitsNonZero => Some(
+                "the exit status of the process that serves, after a signal: no answer of the API shows it",
+            ),
+            _ => None,
+        }
+    }
+}
+
 pub const BUGS: &[Bug] = &[
     Bug {
         name: "serve-wait-uncapped",

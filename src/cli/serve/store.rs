@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::{Claim, Failed, Job, JobId, ListFilter, NewJob, OpenOptions, QueueStats, Retry, State, Ukue};
 
@@ -210,6 +212,11 @@ impl Store {
             Ok(result) => result,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
+    }
+
+    /// The time of the file's clock (a job's `run_at` is in it).
+    pub fn now_ms(&self) -> i64 {
+        self.0.options.clock.now_ms()
     }
 
     /// Joins the claims waiting on `queue`.
