@@ -31,6 +31,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("accepts-version-2", "refusal/format-version-2"),
     ("uncounted-attempts", "steps/dead-after-max-attempts"),
     ("no-renew", "leases/renewed-while-running"),
+    ("renew-from-old-end", "leases/renewed-while-running"),
     ("no-reaping", "crash/kill-workers-1"),
     ("split-add", "crash/kill-workers-1"),
     ("sync-normal", "durability/add-acknowledged-after-sync"),

@@ -10,7 +10,7 @@ use crate::check;
 use crate::history::{Added, Execution};
 use crate::shown::Shown;
 use crate::subjects::ctx::Ctx;
-use crate::subjects::observe::file::{end_backoffs, job_count, read, state_and_attempts, write};
+use crate::subjects::observe::file::{end_backoffs, job_count, read, row, state_and_attempts, write};
 use crate::subjects::probe::now_ms;
 use crate::subjects::worker::start_worker;
 use crate::subjects::Failure;
@@ -23,7 +23,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             id: "leases/renewed-while-running",
             rule: "6.2",
-            summary: "a job that runs three leases long is renewed and runs once, undisturbed",
+            summary: "a job that runs three leases long is renewed, never past the lease from now, and runs once, undisturbed",
             needs: Needs::default(),
             level: Level::Must,
             run: renewed_while_running,
@@ -53,6 +53,11 @@ fn one_job(ctx: &mut Ctx, payload: &str) -> Result<(PathBuf, Subject, i64), Fail
     Ok((file, subject, job))
 }
 
+/// The lease of renewed_while_running, and how far two programs' readings
+/// of the clock may differ.
+const LEASE_MS: i64 = 1_500;
+const CLOCK_TOL_MS: i64 = 100;
+
 fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
     // Three leases long. The lease is 1.5 s, so that a renewal due every
     // third of it (the published worker's pace) still has a second to land
@@ -61,11 +66,30 @@ fn renewed_while_running(ctx: &mut Ctx) -> CaseResult {
     let (file, subject, job) = one_job(ctx, payload)?;
     // A second worker claims all the time: it would reap the job at once if
     // the lease were not renewed.
-    let holder = start_worker(ctx, &subject, &file, "q", &["--lease", "1500ms", "--poll", "20ms"])?;
-    let rival = start_worker(ctx, &subject, &file, "q", &["--lease", "1500ms", "--poll", "20ms"])?;
-    let done = ctx.wait_for("the job to finish", Duration::from_secs(30), || Ok(job_count(&file)? == 0));
+    let options = ["--lease", "1500ms", "--poll", "20ms"];
+    let holder = start_worker(ctx, &subject, &file, "q", &options)?;
+    let rival = start_worker(ctx, &subject, &file, "q", &options)?;
+    // FORMAT.md §5.7: a renewal moves lease_until to the lease from now,
+    // never further, so that a job whose worker dies waits one lease at
+    // most. Seen from here, after the write: never more than the lease
+    // ahead of our clock.
+    let mut furthest: Option<i64> = None;
+    let done = ctx.wait_for("the job to finish", Duration::from_secs(30), || {
+        match row(&file, job)?.and_then(|r| r.lease_until) {
+            Some(until) => furthest = furthest.max(Some(until - now_ms())),
+            None => return Ok(job_count(&file)? == 0),
+        }
+        Ok(false)
+    });
     holder.stop(Duration::from_secs(30))?;
     rival.stop(Duration::from_secs(30))?;
+    if let Some(ahead) = furthest.filter(|ahead| *ahead > LEASE_MS + CLOCK_TOL_MS) {
+        return Err(Failure::fail(
+            "while the job ran, its lease_until at most --lease 1500ms ahead of now (FORMAT.md §5.7: a \
+             renewal sets it to the lease from now)",
+            format!("lease_until {ahead} ms ahead of now"),
+        ));
+    }
     // A job reaped mid-run is refused its holder's finish and waits out a
     // backoff: if it is still in the file, its holder lost it (and if it
     // ran again at once, the count of runs below says so).

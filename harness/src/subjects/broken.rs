@@ -181,6 +181,17 @@ pub const BUGS: &[Bug] = &[
         serve: SOUND,
     },
     Bug {
+        name: "renew-from-old-end",
+        what: "a renewal adds the lease to the old lease_until, not to now: a job whose worker dies waits many leases",
+        edits: &[(
+            Stmt::Renew,
+            "SET lease_until = :now + :lease",
+            "SET lease_until = lease_until + :lease + 0 * :now",
+        )],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
         name: "renew-without-token",
         what: "renew does not check the token",
         edits: &[(Stmt::Renew, "AND token = :token", "AND (token = :token OR 1)")],

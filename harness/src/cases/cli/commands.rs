@@ -55,7 +55,8 @@ pub fn cases() -> Vec<Case> {
         should("cli/list-text", "list.text", "list without --json prints a row per job, or `no jobs`", text::list_text),
         should("cli/show-text", "show.text", "show without --json prints the fields one a line and the payload, or says it is binary", text::show_text),
         case("cli/retry-delete-bad-ids", "retry.not-dead", "retry of a job that is not dead and delete of a missing id are errors that change no job they may not", manage::bad_ids),
-        case("cli/manage-prints", "retry.ids", "retry names each job it sends back; retry --all and purge print how many", manage::prints),
+        case("cli/manage-prints", "retry.ids", "retry says on stdout that it sent jobs back; retry --all and purge print how many", manage::prints),
+        should("cli/retry-names-ids", "retry.ids-named", "retry ID... names each job it sends back", manage::names_ids),
     ]
 }
 

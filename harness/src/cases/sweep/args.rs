@@ -19,7 +19,7 @@ use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
 use super::payloads::{check_payload, json_output, starts, Made};
-use super::values::{Want, ATTEMPTS, DURATIONS, IDS, PRIORITIES, QUEUE_NAMES};
+use super::values::{Want, ATTEMPTS, DURATIONS, GO_LIMIT, IDS, LONG_DELAYS, PRIORITIES, QUEUE_NAMES};
 use super::{common, expect_success, insert};
 
 /// How a command that refuses its input must end: exit status 2 for a
@@ -146,7 +146,41 @@ pub fn delay(ctx: &mut Ctx) -> CaseResult {
             None => refused_adding_nothing(ctx, &file, &args, true)?,
         }
     }
+    for (i, (text, ms)) in LONG_DELAYS.iter().enumerate() {
+        let payload = format!("long-delay-{i}");
+        let args = ["add", &f, "q", &payload, "--delay", text];
+        let what = shown(ctx, &args);
+        let before = job_count(&file)?;
+        let out = ctx.run(ctx.subject(), &args)?;
+        if !out.status.success() {
+            expect_refused(&out, false, &what)?;
+            ensure_eq!(job_count(&file)?, before, format!("{what}: jobs after a refusal"));
+            continue;
+        }
+        let added = rows(&file)?.into_iter().find(|r| r.payload == payload.as_bytes());
+        let delay = added.map(|r| r.run_at - r.created_at);
+        ensure!(
+            delay.is_some_and(|d| (*ms..=ms + 1).contains(&d)),
+            format!("{what}: refused, or run_at {ms} ms after created_at"),
+            match delay {
+                Some(d) => format!("taken, run_at {d} ms after created_at"),
+                None => "it succeeded and added no job".to_string(),
+            }
+        );
+    }
     Ok(())
+}
+
+/// `args.duration-range`: the published command's limit, Go's: the
+/// longest duration a Go program holds is taken, the next hour is a
+/// usage error.
+pub fn delay_go_range(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("jobs.ukue")?;
+    let f = path_str(&file).to_string();
+    let (most, ms, past) = GO_LIMIT;
+    let r = added_row(ctx, &file, &["add", &f, "q", "most", "--delay", most])?;
+    ensure_eq!(r.run_at - r.created_at, ms, format!("`--delay {most}`: run_at after created_at (ms)"));
+    refused_adding_nothing(ctx, &file, &["add", &f, "q", "past", "--delay", past], true)
 }
 
 /// Good values of `work`'s durations, a row a worker: `--lease`,

@@ -93,9 +93,18 @@ pub fn cases() -> Vec<Case> {
         case(
             "sweep/delay",
             "args.duration",
-            "--delay in Go's syntax (0, 1ns, 1us, 1µs, 500ms, 1.5s, .5s, 1m30s, 2h, 1h30m, +5s…) makes run_at the add plus it; negative ones are refused; 5, soon, 1x, empty… are usage errors",
+            "--delay in Go's syntax (0, 1ns, 1us, 1µs, 500ms, 1.5s, .5s, 1m30s, 2h, 1h30m, +5s, 87600h…) makes run_at the add plus it; negative ones are refused; 5, soon, 1x, empty… are usage errors; centuries are taken exactly or refused",
             args::delay,
         ),
+        Case {
+            level: Level::Should,
+            ..case(
+                "sweep/delay-go-range",
+                "args.duration-range",
+                "--delay 2562047h, the longest Go duration, is taken; 2562048h is a usage error, as the published command does",
+                args::delay_go_range,
+            )
+        },
         case(
             "sweep/work-durations",
             "args.duration",

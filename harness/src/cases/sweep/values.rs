@@ -272,7 +272,7 @@ pub const DURATIONS: &[Duration] = &[
     d("1h0m0.001s", 3_600 * S + MS),
     d("+5s", 5 * S),
     d("+0", 0),
-    d("2562047h", 2_562_047 * 3_600 * S),
+    d("87600h", 87_600 * 3_600 * S),
     d("0s", 0),
     d("0.000s", 0),
     d("-1s", -S),
@@ -290,9 +290,23 @@ pub const DURATIONS: &[Duration] = &[
     bad("1h-5m"),
     bad("1e3ms"),
     bad("0x10s"),
-    // Past 2^63 - 1 nanoseconds, the most a Go duration holds.
-    bad("2562048h"),
 ];
+
+/// Delays of centuries, in milliseconds: more than a program in every
+/// language must hold, so each is taken exactly or refused (an error or a
+/// usage error), never taken as another length. Go's limit, 2^63 − 1 ns,
+/// lies between the first two: where the published command draws it is
+/// [`GO_LIMIT`], a `should`.
+pub const LONG_DELAYS: &[(&str, i64)] = &[
+    ("2562047h", 2_562_047 * 3_600_000),
+    ("2562048h", 2_562_048 * 3_600_000),
+    ("100000000h", 100_000_000 * 3_600_000),
+];
+
+/// The most a Go duration holds (its milliseconds), and the least past it:
+/// the published command takes the first and refuses the second with a
+/// usage error.
+pub const GO_LIMIT: (&str, i64, &str) = ("2562047h", 2_562_047 * 3_600_000, "2562048h");
 
 /// An id for `show`, `retry` and `delete`: a whole decimal number (with a
 /// sign or leading zeros, as Go's strconv.ParseInt and Rust's i64 read

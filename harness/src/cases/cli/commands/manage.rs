@@ -144,11 +144,14 @@ fn prints_numbers(ctx: &Ctx, who: &Subject, args: &[String], numbers: &[i64], wh
     Ok(())
 }
 
-pub(super) fn prints(ctx: &mut Ctx) -> CaseResult {
+/// `retry.ids-named`: `retry FILE ID...` names each job it sends back.
+pub(super) fn names_ids(ctx: &mut Ctx) -> CaseResult {
     let who = ctx.subject().clone();
-    let file = ctx.init("prints.ukue")?;
+    let file = ctx.init("names.ukue")?;
     let f = path_str(&file).to_string();
     let now = now_ms();
+    // Ids past the counts a command may print, so that a count is no name.
+    insert(&file, &vec![Put::new("a", "done", now); 4])?;
     let dead =
         insert(&file, &[Put::new("a", "dead", now), Put::new("a", "dead", now), Put::new("b", "dead", now)])?;
     let words =
@@ -160,7 +163,32 @@ pub(super) fn prints(ctx: &mut Ctx) -> CaseResult {
         &words(&[&dead[1].to_string(), &dead[2].to_string()]),
         &[dead[1], dead[2]],
         "two dead jobs back",
-    )?;
+    )
+}
+
+pub(super) fn prints(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    let file = ctx.init("prints.ukue")?;
+    let f = path_str(&file).to_string();
+    let now = now_ms();
+    let dead =
+        insert(&file, &[Put::new("a", "dead", now), Put::new("a", "dead", now), Put::new("b", "dead", now)])?;
+    let words =
+        |more: &[&str]| -> Vec<String> { ["retry", &f].iter().chain(more).map(|w| w.to_string()).collect() };
+    // `retry.ids`: it says so on stdout; how (the ids, a count, words) is
+    // the program's own (`retry.ids-named`, a should).
+    for ids in [&dead[..1], &dead[1..]] {
+        let named: Vec<String> = ids.iter().map(i64::to_string).collect();
+        let args = words(&named.iter().map(String::as_str).collect::<Vec<_>>());
+        let what = format!("{} dead job(s) back to ready", ids.len());
+        let out = run(ctx, &who, &args, None)?;
+        let stdout = succeeded(ctx, &who, &args, &out, &what)?;
+        ensure!(
+            !stdout.trim().is_empty(),
+            format!("{} ({what}) to say so on stdout", shown(ctx, &who, &args)),
+            "nothing on stdout"
+        );
+    }
 
     let mut puts = vec![Put::new("a", "dead", now); 3];
     puts.extend(vec![Put::new("b", "dead", now); 4]);

@@ -19,10 +19,44 @@ fn control(c: char) -> bool {
 }
 
 /// A queue name, a payload and a last error full of them: escape
-/// sequences (ESC, CSI U+009B, OSC), BEL, CR, BS, NUL, DEL, NEL.
-const QUEUE: &str = "q\x1b[31mred\x07";
-const PAYLOAD: &str = "p\x1b]0;title\x07\r\x00\x7f\u{85}\u{9b}end";
-const ERROR: &str = "e\x1b[2J\x08\u{9b}x";
+/// sequences (ESC, CSI U+009B, OSC), BEL, CR, BS, NUL, DEL, NEL. Each is
+/// followed by text found nowhere else (its *tail*), so that wherever an
+/// output shows that text, what stands before it must be the escape.
+const QUEUE: &str = "q\x1b[31mred-q1\x07bel-q2";
+const PAYLOAD: &str = "p\x1b]0;title-p1\x07ring-p2\rcr-p3\x00nul-p4\x7fdel-p5\u{85}nel-p6\u{9b}csi-p7";
+const ERROR: &str = "e\x1b[2Jclear-e1\x08bs-e2\u{9b}csi-e3";
+
+/// Each control character of `field` with the text after it, up to the
+/// next one.
+fn tails(field: &str) -> Vec<(char, &str)> {
+    field
+        .char_indices()
+        .filter(|(_, c)| control(*c))
+        .map(|(i, c)| {
+            let rest = &field[i + c.len_utf8()..];
+            (c, rest.find(control).map_or(rest, |end| &rest[..end]))
+        })
+        .collect()
+}
+
+/// The tails of `fields` that `printed` shows without the escape of their
+/// control character right before them: `\xNN`, NN in either case.
+fn unescaped(printed: &str, fields: &[&str]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (c, tail) in fields.iter().flat_map(|f| tails(f)) {
+        let escape = format!("\\x{:02x}", c as u32);
+        let bad = printed.match_indices(tail).any(|(at, _)| {
+            let before = &printed[..at];
+            before.len() < escape.len()
+                || !before.is_char_boundary(before.len() - escape.len())
+                || !before[before.len() - escape.len()..].eq_ignore_ascii_case(&escape)
+        });
+        if bad {
+            missing.push(format!("{escape} before {tail:?}"));
+        }
+    }
+    missing
+}
 
 /// `who args`, which must succeed; its stdout as text.
 fn output(ctx: &Ctx, who: &Subject, args: &[String]) -> Result<String, Failure> {
@@ -47,27 +81,15 @@ pub(super) fn escape(ctx: &mut Ctx) -> CaseResult {
     )?;
     let f = path_str(&file);
     let id = ids[0].to_string();
-    // What each command shows: stats the queue; list the queue and the
-    // error (the published one also a part of the payload); show all three.
-    let checks: [(Vec<String>, &[&str]); 3] = [
-        (args(&["stats", f]), &[QUEUE]),
-        (args(&["list", f]), &[QUEUE, ERROR]),
-        (args(&["show", f, &id]), &[QUEUE, ERROR, PAYLOAD]),
-    ];
+    // Which fields a table shows is `stats.text`, `list.text` and
+    // `show.text`, all `should`: whatever part of a field an output shows
+    // must be escaped, and nothing raw anywhere.
     let mut problems = Vec::new();
-    for (args, fields) in checks {
+    for args in [args(&["stats", f]), args(&["list", f]), args(&["show", f, &id])] {
         let printed = output(ctx, &who, &args)?;
         let raw: Vec<String> =
             printed.chars().filter(|c| control(*c)).map(|c| format!("U+{:04X}", c as u32)).collect();
-        let lower = printed.to_lowercase();
-        let mut unescaped: Vec<String> = fields
-            .iter()
-            .flat_map(|field| field.chars())
-            .filter(|c| control(*c))
-            .map(|c| format!("\\x{:02x}", c as u32))
-            .filter(|escape| !lower.contains(escape.as_str()))
-            .collect();
-        unescaped.dedup();
+        let unescaped = unescaped(&printed, &[QUEUE, ERROR, PAYLOAD]);
         if !raw.is_empty() || !unescaped.is_empty() {
             problems.push(format!(
                 "{}: raw {raw:?}, no {unescaped:?}, in {:?}",
@@ -81,8 +103,8 @@ pub(super) fn escape(ctx: &mut Ctx) -> CaseResult {
     }
     Err(Failure::fail(
         format!(
-            "stats, list and show (text) to write each control character of the queue {QUEUE:?}, the payload \
-             {PAYLOAD:?} and the last error {ERROR:?} as \\xNN, and none raw"
+            "stats, list and show (text) to write each control character they show of the queue {QUEUE:?}, \
+             the payload {PAYLOAD:?} and the last error {ERROR:?} as \\xNN, and none raw"
         ),
         problems.join("\n"),
     ))
@@ -172,4 +194,41 @@ pub(super) fn show_text(ctx: &mut Ctx) -> CaseResult {
         format!("{}; stdout {:?}", common::outcome(&out), text(&out.stdout))
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the published `printable` makes of a field.
+    fn escaped(field: &str) -> String {
+        field
+            .chars()
+            .map(|c| if control(c) { format!("\\x{:02x}", c as u32) } else { c.to_string() })
+            .collect()
+    }
+
+    #[test]
+    fn whatever_a_table_shows_of_a_field_must_be_escaped() {
+        let (queue, error, payload) = (escaped(QUEUE), escaped(ERROR), escaped(PAYLOAD));
+        let fields = [QUEUE, ERROR, PAYLOAD];
+        // Every field, some, a field cut short, upper-case hex: all escaped.
+        for good in [
+            format!("ID QUEUE ERROR\n1 {queue} {error}\n"),
+            format!("ID QUEUE\n1 {queue}\n"),
+            format!("1 {}…\n", &payload[..20]),
+            format!("queue: {}\n", queue.replace("\\x1b", "\\x1B").replace("\\x07", "\\X07")),
+            "ID STATE\n1 dead\n".to_string(),
+        ] {
+            assert_eq!(unescaped(&good, &fields), Vec::<String>::new(), "{good:?}");
+        }
+        // A control character dropped, or written as something else.
+        for bad in [
+            format!("1 {}", error.replace("\\x08", "")),
+            format!("1 {}", queue.replace("\\x07", "?")),
+            format!("1 {}", payload.replace("\\x85", "\\u0085")),
+        ] {
+            assert_eq!(unescaped(&bad, &fields).len(), 1, "{bad:?}");
+        }
+    }
 }
