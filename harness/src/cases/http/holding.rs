@@ -31,7 +31,7 @@ pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResul
         ),
         case(
             "http/fail-options",
-            "fail: `failed` for an empty error, the backoff, retry_in (30 s, 0, negative), dead on the last attempt or with dead: true; release due at once, its attempt uncounted",
+            "fail: `failed` for an empty error, the backoff, retry_in (30 s, 0, negative), dead on the last attempt or with dead: true; release due at once, its attempt uncounted; max_attempts 2 and 4 claimed exactly that often",
             fail_options,
         ),
         case(
@@ -346,6 +346,33 @@ fn fail_options(ctx: &mut Ctx) -> CaseResult {
         "no such address",
     )?;
     ensure_eq!(ids.len(), 4, "jobs written");
+    attempts_exact(&client, &file)
+}
+
+/// A job of max_attempts N, failed with retry_in 0 on every claim, is
+/// claimed exactly N times, attempts 1 to N: ready after each fail but the
+/// last, dead after it (FORMAT.md §5.6, both sides of `attempts >=
+/// max_attempts`).
+fn attempts_exact(client: &Client, file: &Path) -> CaseResult {
+    for (queue, most) in [("n2", 2), ("n4", 4)] {
+        let id = insert(file, &[Put::new(queue, "ready", now_ms()).attempts(0, most)])?[0];
+        for attempt in 1..=most {
+            let (claimed, seen, token) = claim_one(client, queue)?;
+            ensure_eq!(
+                (claimed, seen),
+                (id, attempt),
+                format!(
+                    "claim {attempt} of job {id} (max_attempts {most}, failed with retry_in 0 each time)"
+                )
+            );
+            let body = json!({"token": token, "error": format!("try {attempt}"), "retry_in": 0});
+            if attempt < most {
+                failed_ready(client, file, id, body, Some(0), &format!("try {attempt}"))?;
+            } else {
+                failed_dead(client, file, id, body, &format!("try {attempt}"))?;
+            }
+        }
+    }
     Ok(())
 }
 

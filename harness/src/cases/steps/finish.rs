@@ -8,12 +8,12 @@ use crate::check;
 use crate::history::{Added, Execution};
 use crate::shown::{rfc3339, time_or_null, Shown, Time};
 use crate::subjects::ctx::Ctx;
-use crate::subjects::observe::file::{row, Row};
+use crate::subjects::observe::file::{end_backoffs, row, rows, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
 
-use super::rows::{brief, has_error, not_running, row_present, within, within_time};
+use super::rows::{brief, brief_all, has_error, not_running, row_present, within, within_time};
 use super::running::{alive, probe_worker, runs_of, still_working, wait_settled};
 use super::setup::{insert, Put};
 use super::{secs, BACKOFF_MAX, BACKOFF_MIN, CLOCK_TOL, LATE, SKEW};
@@ -88,6 +88,56 @@ pub(super) fn dead_after_max_attempts(ctx: &mut Ctx) -> CaseResult {
         format!("job {two} (attempts 1 of 2): the (UKUE_ATTEMPT, UKUE_MAX_ATTEMPTS) of its runs")
     );
     dead_after_failing(&file, &before_two, 2, "after its last attempt exited 3")
+}
+
+/// Jobs of `--attempts` N, 1 to 4, whose command always fails: each runs
+/// exactly N times, as attempts 1 to N, and is then dead (FORMAT.md §5.6,
+/// both sides of `attempts >= max_attempts`). The case ends each backoff
+/// as it begins, whatever the program's backoff is.
+pub(super) fn attempts_exact(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("attempts.ukue")?;
+    let who = ctx.subject().clone();
+    let mut jobs = Vec::new();
+    for most in 1..=4 {
+        let id = ctx.add(
+            &who,
+            &file,
+            "q",
+            &format!("exit:3 attempts-{most}"),
+            &["--attempts", &most.to_string()],
+        )?;
+        jobs.push((id, most));
+    }
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    ctx.wait_for("every job dead after its attempts", secs(60), || {
+        still_working(&mut [&mut worker])?;
+        let runs = common::executions(ctx)?;
+        if let Some((id, most)) = jobs.iter().find(|(id, most)| runs_of(&runs, *id).len() as i64 > *most) {
+            return Err(Failure::fail(
+                format!("job {id} (--attempts {most}, its command exits 3) to run at most {most} times"),
+                format!("{} runs so far", runs_of(&runs, *id).len()),
+            ));
+        }
+        end_backoffs(&file, None)?;
+        Ok(rows(&file)?.iter().all(|r| r.state == "dead"))
+    })
+    .map_err(|mut f| {
+        f.seen = format!("{}; the jobs: {}", f.seen, brief_all(&rows(&file).unwrap_or_default()));
+        f
+    })?;
+    worker.stop(secs(15))?;
+    let runs = common::executions(ctx)?;
+    for (id, most) in jobs {
+        let attempts: Vec<i64> = runs_of(&runs, id).iter().map(|e| e.attempt).collect();
+        ensure_eq!(
+            attempts,
+            (1..=most).collect::<Vec<i64>>(),
+            format!("job {id} (--attempts {most}, its command exits 3): the UKUE_ATTEMPT of each run")
+        );
+        let r = row_present(&file, id)?;
+        ensure_eq!((r.state.as_str(), r.attempts), ("dead", most), format!("job {id}: (state, attempts)"));
+    }
+    Ok(())
 }
 
 /// Job `before.id` is dead after a failed run, with `attempts` counted, its

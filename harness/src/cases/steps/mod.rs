@@ -39,6 +39,7 @@ pub fn cases() -> Vec<Case> {
         case("steps/delayed-not-early", "5.4", "a job added with --delay or --at runs, and not before its run_at", delayed_not_early),
         Case { level: Level::Should, ..case("steps/fail-backoff", "5.6", "a failed attempt goes back to ready after 10 s plus up to 10%, the published command's backoff", fail_backoff) },
         case("steps/dead-after-max-attempts", "5.6", "a failure on the last attempt sends the job to dead", dead_after_max_attempts),
+        case("steps/attempts-exact", "5.6", "a job of --attempts N (1 to 4) whose command always fails runs exactly N times, then is dead", attempts_exact),
         case("steps/exit-65-dead", "5.6", "exit status 65 is a permanent failure: dead after one run", exit_65_dead),
         case("steps/timeout", "5.6", "a command past --timeout is stopped and its attempt fails", timeout),
         case("steps/lease-reaped-counted", "5.4", "a claim on any queue reaps an expired lease as a failed attempt", lease_reaped_counted),
