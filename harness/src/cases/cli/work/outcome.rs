@@ -10,7 +10,7 @@ use crate::cases::steps::rows::{brief, brief_all, has_error, not_running, row_pr
 use crate::cases::steps::running::{still_working, wait_settled};
 use crate::cases::CaseResult;
 use crate::subjects::ctx::Ctx;
-use crate::subjects::observe::file::{row, rows};
+use crate::subjects::observe::file::{row, rows, write};
 use crate::subjects::worker::start_worker;
 use crate::subjects::Failure;
 use crate::{ensure, ensure_eq};
@@ -19,17 +19,23 @@ use super::support::{probe_worker, secs, wait_started, POLL};
 
 /// (payload, max attempts): statuses but 0 and 65 and deaths by signal
 /// fail the attempt; dead on the last one.
+/// Each sleeps first, so that the fail's updated_at shows it came after.
 const ENDINGS: &[(&str, &str)] = &[
-    ("exit:1", "3"),
-    ("exit:2", "3"),
-    ("exit:64", "3"),
-    ("exit:66", "3"),
-    ("exit:255", "3"),
-    ("signal:9", "3"),
-    ("signal:15", "3"),
-    ("exit:3 last-attempt", "1"),
-    ("signal:9 last-attempt", "1"),
+    ("sleep:300 exit:1", "3"),
+    ("sleep:300 exit:2", "3"),
+    ("sleep:300 exit:64", "3"),
+    ("sleep:300 exit:66", "3"),
+    ("sleep:300 exit:255", "3"),
+    ("sleep:300 signal:9", "3"),
+    ("sleep:300 signal:15", "3"),
+    ("sleep:300 exit:3 last-attempt", "1"),
+    ("sleep:300 signal:9 last-attempt", "1"),
 ];
+/// How long each of them sleeps (ms).
+const ENDING_SLEEP_MS: i64 = 300;
+
+/// Two readings of the same clock, by two programs.
+const CLOCK_SKEW_MS: i64 = 100;
 
 pub(in crate::cases::cli) fn exit_other(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("endings.ukue")?;
@@ -38,6 +44,8 @@ pub(in crate::cases::cli) fn exit_other(ctx: &mut Ctx) -> CaseResult {
     for (payload, attempts) in ENDINGS {
         ids.push(ctx.add(&who, &file, "q", payload, &["--attempts", attempts])?);
     }
+    // Due a minute ago: a fail that kept run_at would leave it there.
+    write(&file)?.execute("UPDATE ukue_jobs SET run_at = run_at - 60000", [])?;
     let mut options = vec!["--concurrency", "4"];
     options.extend(POLL);
     let mut worker = start_worker(ctx, &who, &file, "q", &options)?;
@@ -65,6 +73,22 @@ pub(in crate::cases::cli) fn exit_other(ctx: &mut Ctx) -> CaseResult {
             )
         })?;
         ensure_eq!((r.state.as_str(), r.attempts), (state, ran), what);
+        // Due after a backoff of the program's own (FORMAT.md §5.6), never
+        // before the attempt failed.
+        let last_start = runs.iter().filter(|e| e.job == id).map(|e| e.start_ms).max().unwrap_or(0);
+        ensure!(
+            r.updated_at >= last_start + ENDING_SLEEP_MS - CLOCK_SKEW_MS,
+            format!(
+                "job {id} ({payload:?}) failed: updated_at the time of the fail, after its last run's \
+                 {ENDING_SLEEP_MS} ms (it started at {last_start} ms)"
+            ),
+            format!("updated_at {} ms", r.updated_at)
+        );
+        ensure!(
+            state == "dead" || r.run_at >= last_start - CLOCK_SKEW_MS,
+            format!("job {id} ({payload:?}) failed: run_at no earlier than its last run's start ({last_start} ms)"),
+            format!("run_at {} ms", r.run_at)
+        );
         not_running(&r)?;
         has_error(&r)?;
     }
