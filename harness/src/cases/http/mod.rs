@@ -60,7 +60,7 @@ pub fn cases() -> Vec<Case> {
             "fail (backoff, retry_in, dead), extend and release answer as API.md says and the file agrees",
             fail_extend_release,
         ),
-        case("http/wrong-token-409", "ack, fail, extend and release with another token answer 409 and change nothing", wrong_token),
+        case("http/wrong-token-409", "ack, fail, extend and release with another token (made up, or another held job's before or after it) answer 409 and change nothing", wrong_token),
         case("http/long-poll", "a claim with wait is answered when another process adds a job; 204 when none comes", long_poll),
         case(
             "http/claims-race",
@@ -358,35 +358,51 @@ fn fail_extend_release(ctx: &mut Ctx) -> CaseResult {
     Ok(())
 }
 
+/// Three held jobs; each step on the middle one with a made-up token and
+/// with the tokens of the jobs before and after it (a statement that finds
+/// the row by other than `id = :id` would take those) answers 409, and no
+/// job changes. Then each holder acks its own.
 fn wrong_token(ctx: &mut Ctx) -> CaseResult {
     let (file, _server, client) = start(ctx, &[], &[])?;
-    let id = ctx.add(ctx.subject(), &file, "q", "x", &[])?;
-    let job = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
-    let before = show(ctx, &file, id)?;
-    let other = "f".repeat(32);
-    for (step, body) in [
-        ("ack", json!({"token": other})),
-        ("fail", json!({"token": other, "error": "no"})),
-        ("extend", json!({"token": other, "lease": 600})),
-        ("release", json!({"token": other})),
-    ] {
-        expect(
-            &client.post(&format!("/v1/jobs/{id}/{step}"), body)?,
-            409,
-            &format!("{step} with another token"),
-        )?;
-        let now = show(ctx, &file, id)?;
-        ensure_eq!(
-            (&now["state"], &now["lease_until"], &now["attempts"]),
-            (&before["state"], &before["lease_until"], &before["attempts"]),
-            format!("the job after {step} with another token")
-        );
+    let mut held = Vec::new();
+    for payload in ["first", "middle", "last"] {
+        let id = ctx.add(ctx.subject(), &file, "q", payload, &[])?;
+        let job = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
+        let token = job["token"].as_str().ok_or_else(|| Failure::fail("a token", job.to_string()))?;
+        ensure_eq!(job["id"].as_i64(), Some(id), "the claimed job: the one just added");
+        held.push((id, token.to_string()));
     }
-    expect(
-        &client.post(&format!("/v1/jobs/{id}/ack"), json!({"token": job["token"]}))?,
-        200,
-        "ack with the token",
-    )?;
+    let before = crate::subjects::observe::file::rows_as_text(&file)?;
+    let id = held[1].0;
+    let others = [
+        ("a made-up token", "f".repeat(32)),
+        ("the token of the job before", held[0].1.clone()),
+        ("the token of the job after", held[2].1.clone()),
+    ];
+    for (whose, other) in &others {
+        for (step, body) in [
+            ("ack", json!({"token": other})),
+            ("fail", json!({"token": other, "error": "no"})),
+            ("extend", json!({"token": other, "lease": 600})),
+            ("release", json!({"token": other})),
+        ] {
+            let what = format!("{step} of job {id} with {whose}");
+            expect(&client.post(&format!("/v1/jobs/{id}/{step}"), body)?, 409, &what)?;
+            let now = crate::subjects::observe::file::rows_as_text(&file)?;
+            ensure!(
+                now == before,
+                format!("every job as it was after {what}: {before:?}"),
+                format!("{now:?}")
+            );
+        }
+    }
+    for (id, token) in held {
+        expect(
+            &client.post(&format!("/v1/jobs/{id}/ack"), json!({"token": token}))?,
+            200,
+            "ack with the token",
+        )?;
+    }
     Ok(())
 }
 
