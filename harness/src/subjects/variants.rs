@@ -122,6 +122,10 @@ pub struct Variant {
     /// The rules whose other side it takes: COMMAND.md items (`json.state`)
     /// and FORMAT.md sections or sentences (`5.8`).
     pub items: &'static [&'static str],
+    /// `must` rules its choices come near and that it keeps (text.escape
+    /// for another layout of text): the cases that check them are run
+    /// against it too.
+    pub touches: &'static [&'static str],
     pub what: &'static str,
     pub choices: &'static [Choice],
 }
@@ -132,6 +136,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "delayed-shown-delayed",
         items: &["json.state", "5.10"],
+        touches: &["json.job", "list.state", "http.list", "http.show"],
         what: "list --json, show --json and the API's JOBs show a ready job whose run_at is ahead as `delayed`, \
                as the published command does",
         choices: &[DelayedShown],
@@ -139,6 +144,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "release-sets-run-at",
         items: &["5.8", "http.release", "work.stop-grace-end"],
+        touches: &["work.stop", "http.claim-wait"],
         what: "a release (a worker's give-back, the API's release) sets run_at to now, as the published command \
                does; the reference keeps it",
         choices: &[ReleaseSetsRunAt],
@@ -146,6 +152,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "stops-at-first-bad-id",
         items: &["retry.not-dead", "delete.missing"],
+        touches: &["retry.ids", "delete.ids"],
         what: "retry and delete stop at the first id that is not a dead job's (or no job's), as the published \
                command does; the reference goes on through the rest",
         choices: &[StopsAtFirstBadId],
@@ -153,24 +160,28 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "list-limit-taken-as-1000",
         items: &["list.limit-most"],
+        touches: &["list.limit"],
         what: "list --limit over 1000 lists 1000 jobs; the reference refuses it",
         choices: &[ListLimitTaken],
     },
     Variant {
         name: "attempts-zero-default",
         items: &["add.attempts-default", "add.attempts-zero-refused"],
+        touches: &["add.attempts", "http.add-max-attempts"],
         what: "add --attempts 0 adds a job of 10 attempts, as the published command does; the reference refuses it",
         choices: &[AttemptsZeroDefault],
     },
     Variant {
         name: "max-body-zero-default",
         items: &["serve.max-body"],
+        touches: &["http.max-body"],
         what: "serve --max-body under 1 takes the default, as the published command does; the reference refuses it",
         choices: &[MaxBodyZeroDefault],
     },
     Variant {
         name: "other-backoff",
         items: &["5.6"],
+        touches: &["work.exit-other", "http.fail-retry-in"],
         what: "a failed attempt (and a reaped lease) is due again after 15 s × its attempt, at most 10 min, plus \
                up to a tenth more; the reference doubles from 10 s up to an hour",
         choices: &[OtherBackoff],
@@ -178,12 +189,14 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "other-lease-note",
         items: &["5.4"],
+        touches: &["http.lease-lost", "work.last-error"],
         what: "a reaped job's last_error says `worker lost: its lease ran out`",
         choices: &[OtherLeaseNote],
     },
     Variant {
         name: "long-token",
         items: &["5.4/must-be-a-fresh-random"],
+        touches: &["http.held", "http.claim", "http.lease-lost", "http.ack"],
         what: "a claim's token is 64 characters, its 128 random bits in upper-case hex then lower-case; the \
                reference writes 32 lower-case hex digits",
         choices: &[LongToken],
@@ -191,18 +204,21 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "no-look-before-claim",
         items: &["5.4"],
+        touches: &["http.claim-wait", "work.poll"],
         what: "every claim takes the write lock at once, without a look first",
         choices: &[NoLook],
     },
     Variant {
         name: "version-plus-sign",
         items: &["2.3"],
+        touches: &["file.newer-version"],
         what: "format_version is read as Go's strconv.Atoi does: `+1` is version 1, as the published command reads it",
         choices: &[VersionPlusSign],
     },
     Variant {
         name: "empty-last-error",
         items: &["json.last-error", "http.claim"],
+        touches: &["json.job", "http.list", "http.show"],
         what: "a job that never failed shows last_error `\"\"`, not null, in list --json, show --json and the API",
         choices: &[EmptyLastError],
     },
@@ -217,6 +233,7 @@ pub const VARIANTS: &[Variant] = &[
             "work.grace-bad",
             "list.state-bad",
         ],
+        touches: &["exit.usage", "add.queue"],
         what: "a value of the right kind but out of range (a queue name, --concurrency 0, --lease 1ms, --poll 0, \
                a negative --grace, list --state bogus) is an error (exit 1), not a usage error (exit 2)",
         choices: &[RangeErrorsExit1],
@@ -224,6 +241,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "other-text-layouts",
         items: &["stats.text", "list.text", "show.text"],
+        touches: &["text.escape"],
         what: "stats, list and show without --json print other layouts: stats a line per queue, list a table \
                of other columns in another order with no error column, show fewer fields in another order \
                (control characters still escaped)",
@@ -232,6 +250,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "other-wording",
         items: &["retry.ids", "retry.all", "purge.state", "exit.error", "exit.usage", "file.newer-version-message"],
+        touches: &["exit.error-prefix", "work.command-not-found", "work.quiet", "work.output", "init.creates", "version.output"],
         what: "every message in other words (errors keep the `ukue COMMAND: ` prefix; a newer version's \
                refusal names no version), and work's own lines too",
         choices: &[OtherWording],
@@ -239,24 +258,28 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "usage-printed-twice",
         items: &["exit.usage-once"],
+        touches: &["exit.usage"],
         what: "a usage error's message is printed twice",
         choices: &[UsageTwice],
     },
     Variant {
         name: "help-on-stderr",
         items: &["exit.help"],
+        touches: &["exit.no-command", "exit.unknown-command"],
         what: "help (`ukue -h`, `ukue COMMAND --help`) goes to stderr with exit status 2",
         choices: &[HelpOnStderr],
     },
     Variant {
         name: "no-equals-flags",
         items: &["args.equals"],
+        touches: &["args.options-anywhere", "args.double-dash"],
         what: "`--flag=value` is a usage error: only `--flag value` is read",
         choices: &[NoEqualsFlags],
     },
     Variant {
         name: "status-only-last-error",
         items: &["work.last-error-stderr", "work.timeout-reason"],
+        touches: &["work.last-error", "work.timeout"],
         what: "a failed attempt's last_error holds its exit status, nothing of stderr, and a timed-out one says \
                only that it was stopped",
         choices: &[StatusOnlyError, TimeoutUnnamed],
@@ -264,24 +287,28 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "work-100ms-late",
         items: &["work.concurrency", "work.poll"],
+        touches: &["work.stop", "work.timeout", "work.renew", "work.lease"],
         what: "work starts each job's command 100 ms after it claims the job",
         choices: &[WorkLate],
     },
     Variant {
         name: "serve-150ms-late",
         items: &["http.claim-wait", "http.fail"],
+        touches: &["http.claim-left", "http.lease-lost", "serve.stop", "http.release"],
         what: "serve answers every request 150 ms late",
         choices: &[ServeLate],
     },
     Variant {
         name: "serve-keeps-abandoned-claims",
         items: &["http.claim-left", "http.claim-left-gives-back"],
+        touches: &[],
         what: "a waiting claim whose client leaves runs on; the job it takes comes back once its lease runs out",
         choices: &[KeepsAbandonedClaims],
     },
     Variant {
         name: "serve-ignores-unknown-fields",
         items: &["http.unknown-field"],
+        touches: &["http.bad-json", "http.add", "http.payload-in"],
         what: "serve ignores keys it does not know in a request body",
         choices: &[UnknownFieldsAccepted],
     },
@@ -295,6 +322,7 @@ pub const VARIANTS: &[Variant] = &[
             "http.status-405",
             "http.status-413",
         ],
+        touches: &["http.refusal-4xx", "http.unknown-job", "http.unknown-path", "http.token", "http.hosts", "http.cross-site", "http.max-body"],
         what: "serve refuses with other 4xx statuses: 422 for bad input, 403 without WWW-Authenticate for a \
                token, 421 for another host, 410 for an unknown job and 400 for an unknown path, 400 without \
                Allow for a method, 400 for a body over the limit",
@@ -303,12 +331,14 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "serve-plain-headers",
         items: &["http.answer-headers"],
+        touches: &["http.json-answer", "http.health"],
         what: "serve's answers say Content-Type: text/plain and no Cache-Control",
         choices: &[NoAnswerHeaders],
     },
     Variant {
         name: ALL_OTHER_CHOICES,
         items: &[],
+        touches: &[],
         what: "every choice of the variants above at once",
         choices: ALL_CHOICES,
     },
@@ -419,7 +449,7 @@ mod tests {
             .map(|r| r.rule.id.as_str())
             .collect();
         for v in VARIANTS {
-            for item in v.items {
+            for item in v.items.iter().chain(v.touches) {
                 assert!(rules.contains(item), "{}: no rule {item} in FORMAT.md or COMMAND.md", v.name);
             }
         }
