@@ -184,7 +184,13 @@ fn should_variants(pages: &[Coverage]) -> serde_json::Map<String, serde_json::Va
         .iter()
         .flat_map(|c| &c.rules)
         .filter(|r| r.rule.kind == RuleKind::Should)
-        .map(|r| (r.rule.id.clone(), serde_json::json!(variants::taking(&r.rule.id))))
+        .map(|r| {
+            let why = variants::NOT_UNDONE.iter().find(|(id, _)| *id == r.rule.id).map(|(_, why)| *why);
+            (
+                r.rule.id.clone(),
+                serde_json::json!({ "variants": variants::taking(&r.rule.id), "why_none": why }),
+            )
+        })
         .collect()
 }
 
@@ -206,7 +212,12 @@ fn print_variants(pages: &[Coverage]) {
         let takers = variants::taking(&r.rule.id);
         total += 1;
         undone += usize::from(!takers.is_empty());
-        let shown = if takers.is_empty() { "none".to_string() } else { takers.join(", ") };
+        let why = variants::NOT_UNDONE.iter().find(|(id, _)| *id == r.rule.id).map(|(_, why)| *why);
+        let shown = match (takers.is_empty(), why) {
+            (false, _) => takers.join(", "),
+            (true, Some(why)) => format!("none: {why}"),
+            (true, None) => "none".to_string(),
+        };
         let name: String = r.rule.id.chars().take(46).collect();
         println!("{name:<46} {shown}");
     }

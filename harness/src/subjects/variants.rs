@@ -344,6 +344,26 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// The `should` rules no variant leaves undone, and why.
+pub const NOT_UNDONE: &[(&str, &str)] = &[
+    ("1.4/should-go-through-ukue-serve", "advice to whoever deploys programs: no program's behaviour"),
+    ("6.3/should-carry-its-own-check", "advice to applications: no program's behaviour"),
+    (
+        "2.3/should-refuse-a-file-whose",
+        "COMMAND.md file.newer-version (a must) holds the ukue command to the refusal",
+    ),
+    (
+        "4.1/should-set-a-busy-timeout",
+        "not yet: synchronous = FULL is the published command's promise (FORMAT.md §6.1, durability/*), and a \
+         variant without a busy timeout is ukue-broken's no-busy-timeout",
+    ),
+    (
+        "add.refused-writes-nothing",
+        "COMMAND.md's `refused` (creates nothing) already asks it of every refused add: a variant that left a \
+         file behind would break must items",
+    ),
+];
+
 /// The variant named `name`.
 pub fn named(name: &str) -> Option<&'static Variant> {
     VARIANTS.iter().find(|v| v.name == name)
@@ -452,6 +472,22 @@ mod tests {
             for item in v.items.iter().chain(v.touches) {
                 assert!(rules.contains(item), "{}: no rule {item} in FORMAT.md or COMMAND.md", v.name);
             }
+        }
+    }
+
+    #[test]
+    fn every_should_rule_is_left_undone_by_a_variant_or_says_why_not() {
+        use crate::spec::rules::RuleKind;
+        for r in crate::spec::coverage::suite().iter().flat_map(|c| &c.rules) {
+            if r.rule.kind != RuleKind::Should {
+                continue;
+            }
+            let why = NOT_UNDONE.iter().any(|(id, _)| *id == r.rule.id);
+            assert!(
+                taking(&r.rule.id).is_empty() == why,
+                "{}: a variant, or a reason in NOT_UNDONE",
+                r.rule.id
+            );
         }
     }
 
