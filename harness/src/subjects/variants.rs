@@ -32,6 +32,9 @@ pub enum Choice {
     NoLook,
     /// §2.3: `format_version` read as Go's `strconv.Atoi` does (`+1` is 1).
     VersionPlusSign,
+    /// §3.2: the tables without the four indexes ("other programs need
+    /// not create them").
+    NoIndexes,
     // The command line.
     /// json.state: a ready job whose `run_at` is ahead is shown `delayed`.
     DelayedShown,
@@ -94,6 +97,7 @@ pub const ALL_CHOICES: &[Choice] = &[
     LongToken,
     NoLook,
     VersionPlusSign,
+    NoIndexes,
     DelayedShown,
     EmptyLastError,
     StopsAtFirstBadId,
@@ -214,6 +218,14 @@ pub const VARIANTS: &[Variant] = &[
         touches: &["file.newer-version"],
         what: "format_version is read as Go's strconv.Atoi does: `+1` is version 1, as the published command reads it",
         choices: &[VersionPlusSign],
+    },
+    Variant {
+        name: "no-indexes",
+        items: &["3.2"],
+        touches: &["file.add-tables", "init.creates"],
+        what: "init and add make the tables without the four indexes, which other programs need not create \
+               (the reference runs its statements without INDEXED BY on such a file)",
+        choices: &[NoIndexes],
     },
     Variant {
         name: "empty-last-error",
@@ -451,7 +463,14 @@ const STATEMENTS_REPLACED: &[(Choice, Stmt, &str)] = &[
     // The look always answers "due", so that every claim goes on to BEGIN
     // IMMEDIATE (the claim's own look inside it says when nothing is).
     (NoLook, Stmt::Look, "SELECT 0 * length(:queue), 0"),
+    // A no-op (SQLite ignores unknown pragmas) in place of each index.
+    (NoIndexes, Stmt::CreateIndexDue, NOTHING),
+    (NoIndexes, Stmt::CreateIndexNext, NOTHING),
+    (NoIndexes, Stmt::CreateIndexLeases, NOTHING),
+    (NoIndexes, Stmt::CreateIndexState, NOTHING),
 ];
+
+const NOTHING: &str = "PRAGMA ukue_variant_nothing";
 
 #[cfg(test)]
 mod tests {
