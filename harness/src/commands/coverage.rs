@@ -12,6 +12,7 @@ use super::conformance::{exit, Format};
 use crate::cases;
 use crate::spec::coverage::{self, CaseInfo, Change, Check, Coverage, RuleCoverage};
 use crate::spec::{self, rules::RuleKind, Page};
+use crate::subjects::variants::{self, ALL_OTHER_CHOICES, VARIANTS};
 
 #[derive(Debug, Args)]
 pub struct CoverageArgs {
@@ -91,6 +92,7 @@ pub fn run(args: CoverageArgs) -> u8 {
             let value = serde_json::json!({
                 "pages": summary, "rules": rules, "gaps": all(|c| c.gaps().collect()),
                 "explained": all(|c| c.explained().collect()), "problems": problems,
+                "variants": variants_json(), "should_variants": should_variants(&pages),
             });
             println!("{value}");
         }
@@ -101,6 +103,8 @@ pub fn run(args: CoverageArgs) -> u8 {
                 }
                 print_coverage(covered);
             }
+            println!();
+            print_variants(&pages);
         }
     }
     let incomplete = pages.iter().any(|c| c.gaps().next().is_some() || !c.problems.is_empty());
@@ -165,6 +169,59 @@ fn print_coverage(covered: &Coverage) {
         gaps.len(),
         if gaps.is_empty() { String::new() } else { format!(": {}", gaps.join(", ")) }
     );
+}
+
+/// The legal variants (crate::subjects::variants), each with the rules
+/// whose other side it takes.
+fn variants_json() -> Vec<serde_json::Value> {
+    VARIANTS.iter().map(|v| serde_json::json!({ "name": v.name, "items": v.items, "what": v.what })).collect()
+}
+
+/// Every `should` rule of both pages (COMMAND.md's should items, FORMAT.md's
+/// SHOULD sentences), with the variants that leave it undone.
+fn should_variants(pages: &[Coverage]) -> serde_json::Map<String, serde_json::Value> {
+    pages
+        .iter()
+        .flat_map(|c| &c.rules)
+        .filter(|r| r.rule.kind == RuleKind::Should)
+        .map(|r| {
+            let why = variants::NOT_UNDONE.iter().find(|(id, _)| *id == r.rule.id).map(|(_, why)| *why);
+            (
+                r.rule.id.clone(),
+                serde_json::json!({ "variants": variants::taking(&r.rule.id), "why_none": why }),
+            )
+        })
+        .collect()
+}
+
+/// The variants, then each `should` rule with the variant that leaves it
+/// undone (or none).
+fn print_variants(pages: &[Coverage]) {
+    let single = VARIANTS.iter().filter(|v| v.name != ALL_OTHER_CHOICES).count();
+    println!(
+        "Legal variants (ukue-variant, UKUE_VARIANT=NAME): {single} correct programs that take the other side of a \
+         choice FORMAT.md or COMMAND.md allows, or leave a should undone, and {ALL_OTHER_CHOICES}, all at once\n"
+    );
+    for v in VARIANTS.iter().filter(|v| v.name != ALL_OTHER_CHOICES) {
+        println!("{:<30} {}", v.name, v.items.join(", "));
+    }
+    println!("\nshould rules and the variant that leaves each undone:\n");
+    let mut undone = 0;
+    let mut total = 0;
+    for r in pages.iter().flat_map(|c| &c.rules).filter(|r| r.rule.kind == RuleKind::Should) {
+        let takers = variants::taking(&r.rule.id);
+        total += 1;
+        undone += usize::from(!takers.is_empty());
+        let why = variants::NOT_UNDONE.iter().find(|(id, _)| *id == r.rule.id).map(|(_, why)| *why);
+        let shown = match (takers.is_empty(), why) {
+            (false, _) => takers.join(", "),
+            (true, Some(why)) => format!("none: {why}"),
+            (true, None) => "none".to_string(),
+        };
+        let name: String = r.rule.id.chars().take(46).collect();
+        println!("{name:<46} {shown}");
+    }
+    println!("\n{undone} of {total} should rules left undone by a variant");
 }
 
 fn print_diff(changes: &[coverage::RuleChange], old: &std::path::Path, new: &std::path::Path) {

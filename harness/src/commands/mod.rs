@@ -4,6 +4,8 @@
 //!   `replay` subcommands;
 //! - [`probe`]: `ukue-probe`, the command that `ukue work` runs in the cases;
 //! - [`broken`]: `ukue-broken`, a deliberately broken `ukue`;
+//! - [`variant`]: `ukue-variant`, a correct `ukue` that differs from the
+//!   reference;
 //! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference;
 //! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
 //! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
@@ -16,6 +18,7 @@
 //! [`conformance`]: crate::commands::conformance
 //! [`probe`]: crate::commands::probe
 //! [`broken`]: crate::commands::broken
+//! [`variant`]: crate::commands::variant
 //! [`driver`]: crate::commands::driver
 //! [`shard`]: crate::commands::shard
 //! [`coverage`]: crate::commands::coverage
@@ -28,3 +31,4 @@ pub mod coverage;
 pub mod driver;
 pub mod probe;
 pub mod shard;
+pub mod variant;

@@ -13,6 +13,9 @@
 //! - [`python`]: the Python programs the runner carries;
 //! - [`broken`]: deliberately broken subjects, and [`broken_serve`] their
 //!   flawed servers;
+//! - [`variants`]: legal variants, correct programs that differ from the
+//!   reference, with [`variant_cli`] their command line and
+//!   [`variant_serve`] their servers;
 //! - [`server`]: a subject's `serve` and a client of its API;
 //!   [`http_worker`]: workers over HTTP (the runner's own, http_worker.py);
 //! - [`driver`]: the step-driver protocol, the reference behind it
@@ -27,6 +30,9 @@
 //! [`python`]: crate::subjects::python
 //! [`broken`]: crate::subjects::broken
 //! [`broken_serve`]: crate::subjects::broken_serve
+//! [`variants`]: crate::subjects::variants
+//! [`variant_cli`]: crate::subjects::variant_cli
+//! [`variant_serve`]: crate::subjects::variant_serve
 //! [`server`]: crate::subjects::server
 //! [`http_worker`]: crate::subjects::http_worker
 //! [`driver`]: crate::subjects::driver
@@ -46,6 +52,9 @@ pub mod probe;
 pub mod process;
 pub mod python;
 pub mod server;
+pub mod variant_cli;
+pub mod variant_serve;
+pub mod variants;
 pub mod worker;
 
 use std::path::PathBuf;
