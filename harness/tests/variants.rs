@@ -22,24 +22,11 @@ fn variant_binary() -> PathBuf {
 /// Each is a false verdict of the case, not a fault of the variant; the
 /// test fails when one of these passes, so that the list is emptied as
 /// the cases are fixed.
-const KNOWN_FALSE_VERDICTS: &[(&str, &str, &str)] = &[
-    // The columns of list's table are a `should` (list.text).
-    ("other-text-layouts", "cli/text-escape", "fixed on main by the case audit"),
-    (ALL_OTHER_CHOICES, "cli/text-escape", "fixed on main by the case audit"),
-    // FORMAT.md §5.8 lets a release keep run_at (as the reference does):
-    // a server that answers late keeps the run_at of the fail before it.
-    // (A release that sets run_at to now passes it.)
-    ("serve-150ms-late", "http/fail-options", "fixed on main by the case audit"),
-];
+const KNOWN_FALSE_VERDICTS: &[(&str, &str, &str)] = &[];
 
 /// (variant, case, why): `must` cases that fail a legal variant and are
 /// not fixed yet: findings, reported to the owner of the cases (issue 32).
-const FINDINGS: &[(&str, &str, &str)] = &[
-    // http.unknown-job (must) asks only that the request be refused; 404
-    // is http.status-404, a should.
-    ("serve-other-statuses", "http/fail-extend-release", "requires 404 for GET of a deleted job"),
-    (ALL_OTHER_CHOICES, "http/fail-extend-release", "requires 404 for GET of a deleted job"),
-];
+const FINDINGS: &[(&str, &str, &str)] = &[];
 
 /// The families in which every case is a `should` (scale/*): a legal
 /// variant may warn there, and can fail no `must` case.
