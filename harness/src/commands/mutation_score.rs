@@ -70,6 +70,10 @@ pub struct ScoreArgs {
     /// The broken program (default: `ukue-broken` beside this binary)
     #[arg(long, value_name = "PATH", requires = "run_cases")]
     pub broken: Option<PathBuf>,
+    /// Print the selected mutants (name, kind, and whether the results
+    /// have it) and run nothing
+    #[arg(long, requires = "run_cases")]
+    pub dry_run: bool,
 }
 
 fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
@@ -273,6 +277,14 @@ fn score(args: ScoreArgs) -> Result<u8> {
     };
     let done: BTreeSet<&str> = earlier.iter().map(|o| o.name.as_str()).collect();
     let todo: Vec<&Listed> = chosen.iter().filter(|m| !done.contains(m.name.as_str())).collect();
+    if args.dry_run {
+        for m in &chosen {
+            let state = if done.contains(m.name.as_str()) { "done" } else { "to run" };
+            println!("{}\t{}\t{state}", m.name, m.kind);
+        }
+        return Ok(exit::OK);
+    }
+    stop_with_the_suite()?;
     println!(
         "{} mutants selected, {} already in the results, {} to run; {} cases in {} batches",
         chosen.len(),
@@ -389,6 +401,9 @@ impl Run<'_> {
     }
 
     fn spawn(&self, name: &str, batch: &[&str]) -> Result<Child> {
+        // A signal between the spawn and the store finds no child to pass
+        // on to: held off by the lock the signal's thread takes too.
+        let mut current = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
         let mut cmd = Command::new(self.me);
         cmd.arg("--impl")
             .arg(self.broken)
@@ -407,8 +422,35 @@ impl Run<'_> {
         for id in batch {
             cmd.args(["--cases", id]);
         }
-        cmd.spawn().with_context(|| format!("running {}", self.me.display()))
+        let child = cmd.spawn().with_context(|| format!("running {}", self.me.display()))?;
+        *current = Some(child.id());
+        Ok(child)
     }
+}
+
+/// The run of the suite going on now, if one is: the one to stop on a signal.
+static RUNNING: std::sync::Mutex<Option<u32>> = std::sync::Mutex::new(None);
+
+/// On SIGINT or SIGTERM: pass it on to the run going on (which kills every
+/// process its cases started: conformance::interrupt_kills_everything),
+/// then exit 130. Its results so far are in --results already.
+fn stop_with_the_suite() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(pid) = *running {
+                let pid = nix::unistd::Pid::from_raw(pid as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+            eprintln!(
+                "\nukue-conformance mutants: interrupted; the run of the suite going on was told to stop"
+            );
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+    });
+    Ok(())
 }
 
 /// How a run of the suite ended.
@@ -612,6 +654,7 @@ mod tests {
             cases: Vec::new(),
             slow: false,
             broken: None,
+            dry_run: false,
         };
         let whole: Vec<String> = selection(&args(None), 7).unwrap().into_iter().map(|m| m.name).collect();
         assert_eq!(whole.len(), 20);
