@@ -379,7 +379,7 @@ impl Run<'_> {
             replay: self.command_line(&mutant.name),
         };
         for batch in self.batches {
-            let mut child = self.spawn(&mutant.name, batch)?;
+            let mut child = self.spawn(Some(&mutant.name), batch)?;
             let (ended, stderr) = watch(&mut child, deadline, &mut outcome)?;
             if outcome.killed {
                 break;
@@ -396,21 +396,50 @@ impl Run<'_> {
                 }
             }
         }
+        if let Some(case) = outcome.killed_by.clone() {
+            self.confirm(&case, deadline, &mut outcome)?;
+        }
         outcome.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
         Ok(outcome)
     }
 
-    fn spawn(&self, name: &str, batch: &[&str]) -> Result<Child> {
+    /// A kill counts when the killing case passes the reference with the
+    /// same seed: one that fails there too failed for the machine (a
+    /// loaded one can make a crash case miss its deadlines), not for the
+    /// mutant. Such a mutant is left unjudged, to be run again.
+    fn confirm(&self, case: &str, deadline: Instant, outcome: &mut Outcome) -> Result<()> {
+        let mut again = Outcome { killed: false, killed_by: None, warned: Vec::new(), ..outcome.clone() };
+        let mut child = self.spawn(None, &[case])?;
+        // Past the mutant's deadline the check still gets a case's time.
+        let (ended, stderr) =
+            watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), &mut again)?;
+        if again.killed {
+            outcome.killed = false;
+            outcome.error =
+                Some(format!("its killer {case} failed on the reference too (a flaky case): not judged"));
+        } else if !matches!(ended, Ended::Exited(code) if code == exit::OK) {
+            outcome.error = Some(format!("{case} could not be run against the reference: {stderr}"));
+        }
+        Ok(())
+    }
+
+    /// A run of the suite on `batch` against the mutant `name`, or against
+    /// the reference (beside ukue-broken) when `name` is None.
+    fn spawn(&self, name: Option<&str>, batch: &[&str]) -> Result<Child> {
         // A signal between the spawn and the store finds no child to pass
         // on to: held off by the lock the signal's thread takes too.
         let mut current = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
         let mut cmd = Command::new(self.me);
-        cmd.arg("--impl")
-            .arg(self.broken)
-            .args(["--format", "json", "--fail-fast", "--seed"])
+        match name {
+            Some(name) => cmd.arg("--impl").arg(self.broken).env("UKUE_BROKEN", name),
+            None => cmd
+                .arg("--impl")
+                .arg(self.broken.with_file_name(super::conformance::REFERENCE))
+                .env_remove("UKUE_BROKEN"),
+        };
+        cmd.args(["--format", "json", "--fail-fast", "--seed"])
             .arg(self.seed.to_string())
             .args(["--jobs", &self.args.jobs.to_string()])
-            .env("UKUE_BROKEN", name)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
