@@ -121,7 +121,7 @@ pub fn run(
 /// Cases known to take seconds, by id prefix, longest first: the crash
 /// cases take some 20 s each, these others 1 to 6 s; most cases take
 /// less than half a second.
-const SLOW_FIRST: &[&[&str]] = &[
+pub(crate) const SLOW_FIRST: &[&[&str]] = &[
     &["crash/"],
     &[
         "concurrency/",

@@ -14,6 +14,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::compare::{self, CompareArgs};
 use super::coverage::{self, CoverageArgs};
+use super::mutation_score;
 use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
 use crate::check::model::op::{parse_script, script_text};
@@ -564,8 +565,12 @@ pub enum ModelCommand {
 pub struct MutantsArgs {
     /// Also replay these ops_vs_model inputs (a folder, fixtures/fuzz/ops_vs_model)
     /// against each mutant, and print the first that kills it, or `-`
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "run_cases")]
     pub corpus: Option<PathBuf>,
+    /// `--run-cases` and its flags: the cases' mutation score
+    /// (crate::commands::mutation_score)
+    #[command(flatten)]
+    pub score: mutation_score::ScoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -647,6 +652,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
         ModelCommand::Compare(args) => compare::compare(*args),
+        ModelCommand::Mutants(args) if args.score.run_cases => mutation_score::run(args.score),
         ModelCommand::Mutants(args) => print_mutants(args),
     }
 }
@@ -655,8 +661,10 @@ fn run_model_command(command: ModelCommand) -> u8 {
 /// or `equivalent` or `unreached` with the reason
 /// (crate::subjects::mutants); what it changes. Then the step bugs of
 /// ukue-broken, as `bug`, its broken servers (`serve-bug`, or `serve-unreached`
-/// for one that no request shows) and its command-line bugs (`cli-bug`). With `--corpus`, a fourth column: the first
-/// input of the folder that kills the mutant, or `-`.
+/// for one that no request shows) and its command-line bugs (`cli-bug`):
+/// the listing `mutants --run-cases` runs (mutation_score::listed). With
+/// `--corpus`, a fourth column: the first input of the folder that kills
+/// the mutant, or `-`.
 fn print_mutants(args: MutantsArgs) -> u8 {
     use crate::explore::fuzzing::first_kill;
     use crate::subjects::{broken, mutants};
@@ -677,33 +685,22 @@ fn print_mutants(args: MutantsArgs) -> u8 {
             format!("\t{}", found.map_or("-".to_string(), |i| seeds[i].0.display().to_string()))
         }
     };
-    for mutant in mutants::all() {
-        let kind = if let Some((list, why)) = mutants::set_aside(&mutant.name) {
-            format!("{list}: {why}")
-        } else if mutant.name.contains("/hand-") {
-            "hand-made".to_string()
-        } else {
-            "generated".to_string()
+    for m in mutation_score::listed() {
+        let kind = match m.why {
+            Some(why) => format!("{}: {why}", m.kind),
+            None => m.kind.to_string(),
         };
-        let killed = killer(mutant.spec());
-        println!("{}\t{kind}\t{}{killed}", mutant.name, mutant.what.replace(['\t', '\n'], " "));
-    }
-    for name in broken::STEP_BUGS {
-        let Some(bug) = broken::bug(name) else { continue };
-        let killed = match broken::spec(bug) {
-            Ok(spec) => killer(spec),
-            Err(e) => format!("\t{e}"),
+        let spec = match m.kind {
+            "serve-bug" | "serve-unreached" | "cli-bug" => None,
+            "bug" => broken::bug(&m.name).map(broken::spec),
+            _ => mutants::named(&m.name).map(|mutant| Ok(mutant.spec())),
         };
-        println!("{name}\tbug\t{}{killed}", bug.what);
-    }
-    for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
-        match bug.serve.beyond_the_api() {
-            None => println!("{}\tserve-bug\t{}", bug.name, bug.what),
-            Some(why) => println!("{}\tserve-unreached: {why}\t{}", bug.name, bug.what),
-        }
-    }
-    for bug in broken::CLI_BUGS {
-        println!("{}\tcli-bug\t{}", bug.name, bug.what);
+        let killed = match spec {
+            Some(Ok(spec)) => killer(spec),
+            Some(Err(e)) => format!("\t{e}"),
+            None => String::new(),
+        };
+        println!("{}\t{kind}\t{}{killed}", m.name, m.what);
     }
     exit::OK
 }

@@ -10,7 +10,9 @@
 //! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
 //! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
 //!   the cases that check them;
-//! - [`compare`]: the runner's `compare`, implementations side by side.
+//! - [`compare`]: the runner's `compare`, implementations side by side;
+//! - [`mutation_score`]: the runner's `mutants --run-cases`, the cases
+//!   judged by the mutants they kill.
 //!
 //! `ukue-bench` is [`crate::bench`]; `ukue-reference` is the reference
 //! `ukue` itself (`ukue::cli`), installed with the runner.
@@ -23,12 +25,14 @@
 //! [`shard`]: crate::commands::shard
 //! [`coverage`]: crate::commands::coverage
 //! [`compare`]: crate::commands::compare
+//! [`mutation_score`]: crate::commands::mutation_score
 
 pub mod broken;
 pub mod compare;
 pub mod conformance;
 pub mod coverage;
 pub mod driver;
+pub mod mutation_score;
 pub mod probe;
 pub mod shard;
 pub mod variant;

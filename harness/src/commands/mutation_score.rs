@@ -1,0 +1,706 @@
+//! `ukue-conformance mutants --run-cases`: the conformance cases judged by
+//! the mutants they kill. Each mutant of FORMAT.md's statements (but the
+//! equivalent ones) and each step, serve and command-line bug of
+//! `ukue-broken` is run against the suite, the suite in a child process of
+//! this binary (`--impl ukue-broken --format json --fail-fast`, with
+//! `UKUE_BROKEN=NAME`), and a mutant is killed when a `must` case fails,
+//! errs or times out. A `should` case's warning alone is no kill: a
+//! conforming program may fall short of a `should`.
+//!
+//! Results go to a JSON-lines file, a line a mutant as soon as it is
+//! judged, so that a run stopped half-way goes on where it stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use globset::{Glob, GlobSetBuilder};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use super::conformance::{exit, parse_duration};
+use crate::cases::{self, Case};
+use crate::subjects::{broken, mutants};
+
+/// The flags of `mutants` that run the cases against each mutant.
+#[derive(Debug, Clone, Args)]
+pub struct ScoreArgs {
+    /// Run the conformance cases against ukue-broken under each mutant
+    /// (not the equivalent ones) and each bug it lists, and report which
+    /// a `must` case kills
+    #[arg(long)]
+    pub run_cases: bool,
+    /// Append each mutant's result here (JSON lines); mutants already in
+    /// it are skipped, so that a stopped run goes on where it stopped
+    #[arg(long, value_name = "FILE", requires = "run_cases")]
+    pub results: Option<PathBuf>,
+    /// Run only the K-th of N disjoint shards of the mutants (by index)
+    #[arg(long, value_name = "K/N", value_parser = parse_shard, requires = "run_cases")]
+    pub shard: Option<(usize, usize)>,
+    /// Run a random sample of N mutants, chosen by --seed
+    #[arg(long, value_name = "N", requires = "run_cases")]
+    pub sample: Option<usize>,
+    /// The seed of the sample and of every run of the suite (default: a
+    /// new one, printed)
+    #[arg(long, requires = "run_cases")]
+    pub seed: Option<u64>,
+    /// Run only the mutants whose name matches (a glob; may be repeated)
+    #[arg(long = "only", value_name = "GLOB", requires = "run_cases")]
+    pub only: Vec<String>,
+    /// Cases each run of the suite runs at once
+    #[arg(long, default_value = "2", requires = "run_cases")]
+    pub jobs: usize,
+    /// How long one mutant's run of the suite may take; past it the run is
+    /// stopped and the mutant counted as surviving, with a note
+    #[arg(long, value_name = "D", default_value = "300s", value_parser = parse_duration, requires = "run_cases")]
+    pub mutant_timeout: Duration,
+    /// Run only these cases (a glob; may be repeated): a smaller suite, for
+    /// a quick look; the score is then of those cases alone
+    #[arg(long = "cases", value_name = "GLOB", requires = "run_cases")]
+    pub cases: Vec<String>,
+    /// Also run the cases that wait 30 s or more (as the runner's --slow)
+    #[arg(long, requires = "run_cases")]
+    pub slow: bool,
+    /// The broken program (default: `ukue-broken` beside this binary)
+    #[arg(long, value_name = "PATH", requires = "run_cases")]
+    pub broken: Option<PathBuf>,
+    /// Print the selected mutants (name, kind, and whether the results
+    /// have it) and run nothing
+    #[arg(long, requires = "run_cases")]
+    pub dry_run: bool,
+}
+
+fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
+    let bad = || format!("invalid shard {text:?}: K/N, 1 <= K <= N");
+    let (k, n) = text.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// One program `UKUE_BROKEN` can name, as `mutants` lists it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub name: String,
+    /// `generated`, `hand-made`, `equivalent`, `unreached`, `bug`,
+    /// `serve-bug`, `serve-unreached` or `cli-bug`.
+    pub kind: &'static str,
+    /// Why it is set aside (equivalent, unreached), if it is.
+    pub why: Option<&'static str>,
+    pub what: String,
+}
+
+/// Every program `mutants` lists, in its order: the mutants of FORMAT.md,
+/// then ukue-broken's step bugs, broken servers and command-line bugs.
+pub fn listed() -> Vec<Listed> {
+    let mut out: Vec<Listed> = mutants::all()
+        .iter()
+        .map(|m| {
+            let (kind, why) = match mutants::set_aside(&m.name) {
+                Some((list, why)) => (list, Some(why)),
+                None if m.name.contains("/hand-") => ("hand-made", None),
+                None => ("generated", None),
+            };
+            Listed { name: m.name.clone(), kind, why, what: m.what.replace(['\t', '\n'], " ") }
+        })
+        .collect();
+    for name in broken::STEP_BUGS {
+        if let Some(bug) = broken::bug(name) {
+            out.push(Listed { name: bug.name.into(), kind: "bug", why: None, what: bug.what.into() });
+        }
+    }
+    for bug in broken::BUGS.iter().filter(|b| b.serve != broken::ServeFlaw::None) {
+        let why = bug.serve.beyond_the_api();
+        let kind = if why.is_some() { "serve-unreached" } else { "serve-bug" };
+        out.push(Listed { name: bug.name.into(), kind, why, what: bug.what.into() });
+    }
+    for bug in broken::CLI_BUGS {
+        out.push(Listed { name: bug.name.into(), kind: "cli-bug", why: None, what: bug.what.into() });
+    }
+    out
+}
+
+/// What one mutant's run of the suite came to: a line of `--results`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub name: String,
+    pub kind: String,
+    pub killed: bool,
+    /// The first `must` case that failed, errored or timed out.
+    #[serde(default)]
+    pub killed_by: Option<String>,
+    /// How it went wrong (`fail`, `error`, `timeout`).
+    #[serde(default)]
+    pub killed_status: Option<String>,
+    /// The `should` cases that warned (none of them a kill).
+    #[serde(default)]
+    pub warned: Vec<String>,
+    /// Cases that reported (passed, warned or failed) before the run ended.
+    #[serde(default)]
+    pub cases_run: usize,
+    pub seconds: f64,
+    /// The run went past --mutant-timeout and was stopped.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// The runner itself could not run (exit 2 or 3): not a verdict.
+    #[serde(default)]
+    pub error: Option<String>,
+    pub seed: u64,
+    /// The killing case's own replay command, or the whole run's.
+    pub replay: String,
+}
+
+/// The families whose cases take well under a second each and catch most
+/// step and command-line bugs: run first, so that most kills come fast.
+const QUICK: &[&str] = &["steps/", "cli/", "sweep/"];
+
+/// The cases, in the batches each mutant's run goes through, each batch a
+/// run of the suite with --fail-fast: the quick families, then the rest but
+/// the slow ones, then the slow ones (crate::runner::SLOW_FIRST). Within
+/// a batch the runner keeps its own order.
+fn batches(only: &[String]) -> Result<Vec<Vec<&'static str>>> {
+    let only = globs(only)?;
+    let chosen: Vec<Case> =
+        cases::all().into_iter().filter(|c| only.as_ref().is_none_or(|g| g.is_match(c.id))).collect();
+    if chosen.is_empty() {
+        bail!("no case matches --cases {}", only.map(|_| "the globs given").unwrap_or_default());
+    }
+    let slow = |id: &str| crate::runner::SLOW_FIRST.iter().flat_map(|t| t.iter()).any(|p| id.starts_with(p));
+    let quick = |id: &str| QUICK.iter().any(|p| id.starts_with(p));
+    let mut out = vec![Vec::new(), Vec::new(), Vec::new()];
+    for case in chosen {
+        let batch = if quick(case.id) {
+            0
+        } else if slow(case.id) {
+            2
+        } else {
+            1
+        };
+        out[batch].push(case.id);
+    }
+    out.retain(|b| !b.is_empty());
+    Ok(out)
+}
+
+fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        set.add(Glob::new(p).with_context(|| format!("bad glob {p:?}"))?);
+    }
+    Ok(Some(set.build()?))
+}
+
+/// The mutants this run is about, in the listing's order: not equivalent,
+/// matching --only, the --sample of them, this --shard of those.
+fn selection(args: &ScoreArgs, seed: u64) -> Result<Vec<Listed>> {
+    let only = globs(&args.only)?;
+    let mut chosen: Vec<Listed> = listed()
+        .into_iter()
+        .filter(|m| m.kind != "equivalent")
+        .filter(|m| only.as_ref().is_none_or(|g| g.is_match(&m.name)))
+        .collect();
+    if let Some(n) = args.sample {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut picked: Vec<usize> =
+            (0..chosen.len()).collect::<Vec<_>>().choose_multiple(&mut rng, n).copied().collect();
+        picked.sort_unstable();
+        let keep: BTreeSet<usize> = picked.into_iter().collect();
+        chosen = chosen.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, m)| m).collect();
+    }
+    if let Some((k, n)) = args.shard {
+        chosen = chosen.into_iter().enumerate().filter(|(i, _)| i % n == k - 1).map(|(_, m)| m).collect();
+    }
+    Ok(chosen)
+}
+
+/// The results already in `path` (none when it does not exist yet).
+fn read_results(path: &Path) -> Result<Vec<Outcome>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    // A line cut short by a run stopped mid-write is no result: that
+    // mutant runs again.
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+fn append(path: &Path, outcome: &Outcome) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    writeln!(file, "{}", serde_json::to_string(outcome)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `mutants --run-cases`.
+pub fn run(args: ScoreArgs) -> u8 {
+    match score(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ukue-conformance mutants: {e:#}");
+            exit::RUNNER
+        }
+    }
+}
+
+fn score(args: ScoreArgs) -> Result<u8> {
+    let me = std::env::current_exe().context("finding this binary")?;
+    let broken = match &args.broken {
+        Some(p) => std::fs::canonicalize(p).with_context(|| format!("{}: not found", p.display()))?,
+        None => me.with_file_name("ukue-broken"),
+    };
+    if !broken.is_file() {
+        bail!("no {} (name one with --broken)", broken.display());
+    }
+    let seed = args.seed.unwrap_or_else(rand::random);
+    println!("mutation score of the cases: seed {seed}");
+    let chosen = selection(&args, seed)?;
+    let batches = batches(&args.cases)?;
+    let earlier = match &args.results {
+        Some(path) => read_results(path)?,
+        None => Vec::new(),
+    };
+    let done: BTreeSet<&str> = earlier.iter().map(|o| o.name.as_str()).collect();
+    let todo: Vec<&Listed> = chosen.iter().filter(|m| !done.contains(m.name.as_str())).collect();
+    if args.dry_run {
+        for m in &chosen {
+            let state = if done.contains(m.name.as_str()) { "done" } else { "to run" };
+            println!("{}\t{}\t{state}", m.name, m.kind);
+        }
+        return Ok(exit::OK);
+    }
+    stop_with_the_suite()?;
+    println!(
+        "{} mutants selected, {} already in the results, {} to run; {} cases in {} batches",
+        chosen.len(),
+        chosen.len() - todo.len(),
+        todo.len(),
+        batches.iter().map(Vec::len).sum::<usize>(),
+        batches.len()
+    );
+    let run = Run { me: &me, broken: &broken, seed, args: &args, batches: &batches };
+    let mut outcomes: Vec<Outcome> =
+        earlier.into_iter().filter(|o| chosen.iter().any(|m| m.name == o.name)).collect();
+    let mut errors = 0;
+    for (i, mutant) in todo.iter().enumerate() {
+        let outcome = run.one(mutant)?;
+        let verdict = match (&outcome.error, outcome.killed, outcome.timed_out) {
+            (Some(e), _, _) => format!("RUNNER ERROR: {e}"),
+            (None, true, _) => format!(
+                "killed by {} ({})",
+                outcome.killed_by.as_deref().unwrap_or("?"),
+                outcome.killed_status.as_deref().unwrap_or("?")
+            ),
+            (None, false, true) => "SURVIVED (stopped at --mutant-timeout)".into(),
+            (None, false, false) => "SURVIVED".into(),
+        };
+        println!(
+            "[{}/{}] {} ({}): {verdict} in {:.1} s",
+            i + 1,
+            todo.len(),
+            mutant.name,
+            mutant.kind,
+            outcome.seconds
+        );
+        if outcome.error.is_some() {
+            // Not a verdict: left out of the results, so that a later run tries it again.
+            errors += 1;
+            continue;
+        }
+        if let Some(path) = &args.results {
+            append(path, &outcome)?;
+        }
+        outcomes.push(outcome);
+    }
+    summary(&chosen, &outcomes);
+    Ok(if errors > 0 { exit::RUNNER } else { exit::OK })
+}
+
+/// What every mutant's run shares.
+struct Run<'a> {
+    me: &'a Path,
+    broken: &'a Path,
+    seed: u64,
+    args: &'a ScoreArgs,
+    batches: &'a [Vec<&'static str>],
+}
+
+impl Run<'_> {
+    /// The suite's command line, without the cases.
+    fn command_line(&self, name: &str) -> String {
+        let mut line = format!(
+            "UKUE_BROKEN={name} {} --impl {} --seed {} --fail-fast --jobs {}",
+            self.me.display(),
+            self.broken.display(),
+            self.seed,
+            self.args.jobs
+        );
+        for glob in &self.args.cases {
+            line.push_str(&format!(" --cases '{glob}'"));
+        }
+        if self.args.slow {
+            line.push_str(" --slow");
+        }
+        line
+    }
+
+    /// Runs the suite's batches against `mutant` until a `must` case
+    /// kills it, the batches run out, or its time does.
+    fn one(&self, mutant: &Listed) -> Result<Outcome> {
+        let started = Instant::now();
+        let deadline = started + self.args.mutant_timeout;
+        let mut outcome = Outcome {
+            name: mutant.name.clone(),
+            kind: mutant.kind.into(),
+            killed: false,
+            killed_by: None,
+            killed_status: None,
+            warned: Vec::new(),
+            cases_run: 0,
+            seconds: 0.0,
+            timed_out: false,
+            error: None,
+            seed: self.seed,
+            replay: self.command_line(&mutant.name),
+        };
+        for batch in self.batches {
+            let mut child = self.spawn(Some(&mutant.name), batch)?;
+            let (ended, stderr) = watch(&mut child, deadline, &mut outcome)?;
+            if outcome.killed {
+                break;
+            }
+            match ended {
+                Ended::Exited(code) if code == exit::OK || code == exit::FAILURES => {}
+                Ended::Exited(code) => {
+                    outcome.error = Some(format!("the suite exited {code}: {stderr}"));
+                    break;
+                }
+                Ended::TimedOut => {
+                    outcome.timed_out = true;
+                    break;
+                }
+            }
+        }
+        if let Some(case) = outcome.killed_by.clone() {
+            self.confirm(&case, deadline, &mut outcome)?;
+        }
+        outcome.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+        Ok(outcome)
+    }
+
+    /// A kill counts when the killing case passes the reference with the
+    /// same seed: one that fails there too failed for the machine (a
+    /// loaded one can make a crash case miss its deadlines), not for the
+    /// mutant. Such a mutant is left unjudged, to be run again.
+    fn confirm(&self, case: &str, deadline: Instant, outcome: &mut Outcome) -> Result<()> {
+        let mut again = Outcome { killed: false, killed_by: None, warned: Vec::new(), ..outcome.clone() };
+        let mut child = self.spawn(None, &[case])?;
+        // Past the mutant's deadline the check still gets a case's time.
+        let (ended, stderr) =
+            watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), &mut again)?;
+        if again.killed {
+            outcome.killed = false;
+            outcome.error =
+                Some(format!("its killer {case} failed on the reference too (a flaky case): not judged"));
+        } else if !matches!(ended, Ended::Exited(code) if code == exit::OK) {
+            outcome.error = Some(format!("{case} could not be run against the reference: {stderr}"));
+        }
+        Ok(())
+    }
+
+    /// A run of the suite on `batch` against the mutant `name`, or against
+    /// the reference (beside ukue-broken) when `name` is None.
+    fn spawn(&self, name: Option<&str>, batch: &[&str]) -> Result<Child> {
+        // A signal between the spawn and the store finds no child to pass
+        // on to: held off by the lock the signal's thread takes too.
+        let mut current = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cmd = Command::new(self.me);
+        match name {
+            Some(name) => cmd.arg("--impl").arg(self.broken).env("UKUE_BROKEN", name),
+            None => cmd
+                .arg("--impl")
+                .arg(self.broken.with_file_name(super::conformance::REFERENCE))
+                .env_remove("UKUE_BROKEN"),
+        };
+        cmd.args(["--format", "json", "--fail-fast", "--seed"])
+            .arg(self.seed.to_string())
+            .args(["--jobs", &self.args.jobs.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if self.args.slow {
+            cmd.arg("--slow");
+        }
+        // The cases by id: a batch is a set the runner's globs cannot
+        // say (the quick families less those --cases leaves out).
+        for id in batch {
+            cmd.args(["--cases", id]);
+        }
+        let child = cmd.spawn().with_context(|| format!("running {}", self.me.display()))?;
+        *current = Some(child.id());
+        Ok(child)
+    }
+}
+
+/// The run of the suite going on now, if one is: the one to stop on a signal.
+static RUNNING: std::sync::Mutex<Option<u32>> = std::sync::Mutex::new(None);
+
+/// On SIGINT or SIGTERM: pass it on to the run going on (which kills every
+/// process its cases started: conformance::interrupt_kills_everything),
+/// then exit 130. Its results so far are in --results already.
+fn stop_with_the_suite() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(pid) = *running {
+                let pid = nix::unistd::Pid::from_raw(pid as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+            eprintln!(
+                "\nukue-conformance mutants: interrupted; the run of the suite going on was told to stop"
+            );
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+    });
+    Ok(())
+}
+
+/// How a run of the suite ended.
+enum Ended {
+    Exited(u8),
+    /// Past the mutant's deadline: stopped.
+    TimedOut,
+}
+
+/// Reads the run's reports as they come, into `outcome`; stops the run at
+/// `deadline`. Returns how it ended and the last lines of its stderr.
+fn watch(child: &mut Child, deadline: Instant, outcome: &mut Outcome) -> Result<(Ended, String)> {
+    let stdout = child.stdout.take().context("the suite's stdout")?;
+    let stderr = child.stderr.take().context("the suite's stderr")?;
+    // Read all along, so that a run that says much on stderr never blocks on a full pipe.
+    let stderr = std::thread::spawn(move || tail(stderr));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+        // Dropping tx tells the reader the run's output has ended.
+    });
+    let mut timed_out = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(if timed_out { Duration::from_secs(30) } else { left }) {
+            Ok(line) => read_report(&line, outcome),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) if !timed_out => {
+                // SIGTERM: the runner kills every process its cases
+                // started, then exits (conformance::interrupt_kills_everything).
+                timed_out = true;
+                let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // It did not stop on SIGTERM within 30 s.
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let status = child.wait().context("waiting for the suite")?;
+    let stderr = stderr.join().unwrap_or_default();
+    if timed_out && !outcome.killed {
+        return Ok((Ended::TimedOut, stderr));
+    }
+    Ok((Ended::Exited(status.code().map_or(exit::RUNNER, |c| c as u8)), stderr))
+}
+
+/// One line of the runner's JSON report: a case's, or the summary.
+fn read_report(line: &str, outcome: &mut Outcome) {
+    #[derive(Deserialize)]
+    struct Line {
+        id: String,
+        level: String,
+        status: String,
+    }
+    let Ok(report) = serde_json::from_str::<Line>(line) else { return };
+    if report.status == "skipped" {
+        return;
+    }
+    outcome.cases_run += 1;
+    let bad = ["fail", "error", "timeout"].contains(&report.status.as_str());
+    if report.level == "must" && bad && !outcome.killed {
+        outcome.killed = true;
+        outcome.killed_by = Some(report.id.clone());
+        outcome.killed_status = Some(report.status.clone());
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            if let Some(replay) = v["replay"].as_str() {
+                outcome.replay = replay.to_string();
+            }
+        }
+    } else if report.level == "should" && report.status == "warn" {
+        outcome.warned.push(report.id);
+    }
+}
+
+/// The last lines of a run's stderr, for a message.
+fn tail(stderr: impl Read) -> String {
+    let mut last = std::collections::VecDeque::new();
+    for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+        if last.len() == 5 {
+            last.pop_front();
+        }
+        last.push_back(line);
+    }
+    Vec::from(last).join(" | ")
+}
+
+/// Killed and survived by kind and by statement, the median time, and each
+/// survivor with its replay.
+fn summary(chosen: &[Listed], outcomes: &[Outcome]) {
+    let mut by_kind: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut by_stmt: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for o in outcomes {
+        let k = by_kind.entry(o.kind.as_str()).or_default();
+        let stmt = match o.name.split_once('/') {
+            Some((stmt, _)) => stmt.to_string(),
+            None => format!("({})", o.kind),
+        };
+        let s = by_stmt.entry(stmt).or_default();
+        if o.killed {
+            k.0 += 1;
+            s.0 += 1;
+        } else {
+            k.1 += 1;
+            s.1 += 1;
+        }
+    }
+    let killed = outcomes.iter().filter(|o| o.killed).count();
+    let mut secs: Vec<f64> = outcomes.iter().map(|o| o.seconds).collect();
+    secs.sort_by(f64::total_cmp);
+    let median = secs.get(secs.len() / 2).copied().unwrap_or(0.0);
+    println!();
+    println!(
+        "{} of {} selected mutants judged: {killed} killed, {} survived ({} stopped at the time bound); median {median:.1} s a mutant",
+        outcomes.len(),
+        chosen.len(),
+        outcomes.len() - killed,
+        outcomes.iter().filter(|o| o.timed_out && !o.killed).count()
+    );
+    println!("by kind (killed/survived):");
+    for (kind, (k, s)) in &by_kind {
+        println!("  {kind:<16} {k:>4} {s:>4}");
+    }
+    println!("by statement (killed/survived):");
+    for (stmt, (k, s)) in &by_stmt {
+        println!("  {stmt:<28} {k:>4} {s:>4}");
+    }
+    let survivors: Vec<&Outcome> = outcomes.iter().filter(|o| !o.killed).collect();
+    if !survivors.is_empty() {
+        println!("survivors:");
+    }
+    for o in survivors {
+        let what = chosen.iter().find(|m| m.name == o.name).map_or("", |m| m.what.as_str());
+        let note = if o.timed_out { " [stopped at the time bound]" } else { "" };
+        println!("  {} ({}){note}: {what}", o.name, o.kind);
+        if !o.warned.is_empty() {
+            println!("    warned: {}", o.warned.join(", "));
+        }
+        println!("    replay: {}", o.replay);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_parsed() {
+        assert_eq!(parse_shard("2/3"), Ok((2, 3)));
+        assert!(parse_shard("0/3").is_err());
+        assert!(parse_shard("4/3").is_err());
+        assert!(parse_shard("x").is_err());
+    }
+
+    #[test]
+    fn must_failures_kill_and_should_warnings_do_not() {
+        let mut o = Outcome {
+            name: "x".into(),
+            kind: "generated".into(),
+            killed: false,
+            killed_by: None,
+            killed_status: None,
+            warned: Vec::new(),
+            cases_run: 0,
+            seconds: 0.0,
+            timed_out: false,
+            error: None,
+            seed: 1,
+            replay: String::new(),
+        };
+        read_report(r#"{"id":"a/b","level":"should","status":"warn","replay":"r1"}"#, &mut o);
+        read_report(r#"{"id":"a/c","level":"must","status":"pass","replay":"r2"}"#, &mut o);
+        assert!(!o.killed);
+        assert_eq!(o.warned, ["a/b"]);
+        read_report(r#"{"id":"a/d","level":"must","status":"timeout","replay":"r3"}"#, &mut o);
+        read_report(r#"{"id":"a/e","level":"must","status":"fail","replay":"r4"}"#, &mut o);
+        assert!(o.killed);
+        assert_eq!(o.killed_by.as_deref(), Some("a/d"));
+        assert_eq!(o.replay, "r3");
+        assert_eq!(o.cases_run, 4);
+    }
+
+    #[test]
+    fn shards_of_a_sample_are_disjoint_and_whole() {
+        let args = |shard| ScoreArgs {
+            run_cases: true,
+            results: None,
+            shard,
+            sample: Some(20),
+            seed: Some(7),
+            only: Vec::new(),
+            jobs: 2,
+            mutant_timeout: Duration::from_secs(1),
+            cases: Vec::new(),
+            slow: false,
+            broken: None,
+            dry_run: false,
+        };
+        let whole: Vec<String> = selection(&args(None), 7).unwrap().into_iter().map(|m| m.name).collect();
+        assert_eq!(whole.len(), 20);
+        let mut joined: Vec<String> = (1..=3)
+            .flat_map(|k| selection(&args(Some((k, 3))), 7).unwrap().into_iter().map(|m| m.name))
+            .collect();
+        joined.sort();
+        let mut sorted = whole.clone();
+        sorted.sort();
+        assert_eq!(joined, sorted);
+        assert!(whole.iter().all(|n| mutants::set_aside(n).is_none_or(|(list, _)| list != "equivalent")));
+    }
+
+    #[test]
+    fn every_case_is_in_one_batch_the_quick_first() {
+        let batches = batches(&[]).unwrap();
+        assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), cases::all().len());
+        assert!(batches[0].iter().all(|id| QUICK.iter().any(|p| id.starts_with(p))));
+    }
+}
