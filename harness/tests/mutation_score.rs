@@ -9,53 +9,18 @@ use std::process::Command;
 
 use support::*;
 
-/// Mutants that no `must` case kills yet, each with why (docs/mutation-score.md
-/// has the analysis of every survivor). The sampled test checks that each
-/// it meets still survives: when a case starts killing one, take it off.
-const SURVIVORS: &[(&str, &str)] = &[
-    ("read_version/cmp-2", "no fixture lacks format_version but has a later meta key"),
-    (
-        "reap_ready/const-13",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    (
-        "reap_ready/const-16",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    ("reap_ready/cmp-3", "a one-millisecond boundary of the clock: no case steps the clock"),
-    ("next_run_at/cmp-1", "only the next-due hint of an empty claim (a nap's length), which no case reads"),
-    ("pick/cmp-17", "a one-millisecond boundary of the clock: no case steps the clock"),
-    (
-        "fail/const-1",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    (
-        "fail/const-2",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    (
-        "fail/const-3",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    (
-        "fail/const-6",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    ("fail/set-6", "updated_at not set: no case reads updated_at after this step"),
-    ("renew/cmp-1", "`id <= :id`: a higher id with a held job's token; no case sends one"),
-    (
-        "fail/const-24",
-        "the backoff's amount: §5.6 lets each program pick its own (no MUST); at most a should warning",
-    ),
-    ("renew/set-2", "updated_at not set: no case reads updated_at after this step"),
-    ("release/cmp-1", "`id <= :id`: a higher id with a held job's token; no case sends one"),
-    ("stats/cmp-3", "a one-millisecond boundary of the clock: no case steps the clock"),
-    ("stats/cmp-11", "a one-millisecond boundary of the clock: no case steps the clock"),
-    ("next_run_at/hand-2", "only the next-due hint of an empty claim (a nap's length), which no case reads"),
-    ("reap_dead/hand-2", "a one-millisecond boundary of the clock: no case steps the clock"),
-    ("reap_ready/hand-3", "no backoff after a reap: only the should case on the published backoff sees it"),
-    ("finish_keep/hand-1", "see docs/mutation-score.md"),
-];
+/// Mutants that neither a `must` case nor the model run through the step
+/// driver kills, each with why (docs/mutation-score.md has the analysis of
+/// every survivor). The sampled test checks that each it meets still
+/// survives: when something starts killing one, take it off.
+const SURVIVORS: &[(&str, &str)] =
+    &[("fail/const-1", WHY_SHIFT), ("fail/const-2", WHY_SHIFT), ("fail/const-24", WHY_SHIFT)];
+
+/// The backoff's random range moved by one millisecond: a fail tells the
+/// two apart about once in 1,001, and only a driver that claims the
+/// published backoff is held to it (FORMAT.md §5.6 lets each program pick
+/// its own).
+const WHY_SHIFT: &str = "a one-millisecond shift of the published backoff's random range";
 
 /// The sample's seed and size: a sample across kinds (two generated
 /// mutants of finish_keep, the command-line bug version-without-format)

@@ -98,6 +98,19 @@ pub struct Listed {
     pub what: String,
 }
 
+impl Listed {
+    /// Whether `ukue-driver` runs it: the statements' mutants and step bugs
+    /// (not a server's or a command line's bug).
+    pub fn drives(&self) -> bool {
+        matches!(self.kind, "generated" | "hand-made" | "unreached" | "bug")
+    }
+}
+
+/// What a mutant killed by the model run, not by a case, names as its killer.
+pub const MODEL: &str = "model (the step driver)";
+/// Sequences of the model run a survivor of the cases meets.
+const MODEL_CASES: &str = "256";
+
 /// Every program `mutants` lists, in its order: the mutants of FORMAT.md,
 /// then ukue-broken's step bugs, broken servers and command-line bugs.
 pub fn listed() -> Vec<Listed> {
@@ -398,9 +411,60 @@ impl Run<'_> {
         }
         if let Some(case) = outcome.killed_by.clone() {
             self.confirm(&case, deadline, &mut outcome)?;
+        } else if outcome.error.is_none() && !outcome.timed_out && mutant.drives() {
+            self.model(&mutant.name, deadline, &mut outcome)?;
         }
         outcome.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
         Ok(outcome)
+    }
+
+    /// A survivor of the cases meets the model-based run through the step
+    /// driver: `ukue-driver` runs the mutant's statements on the clock the
+    /// model sets, so that a boundary of one millisecond, out of reach
+    /// where a program reads its own clock, is in the model's. Its seed
+    /// decides every sequence, whatever the machine's load.
+    fn model(&self, name: &str, deadline: Instant, outcome: &mut Outcome) -> Result<()> {
+        let driver = self.broken.with_file_name("ukue-driver");
+        let args = ["--cases", MODEL_CASES, "--seed", &self.seed.to_string()];
+        let mut child = Command::new(self.me)
+            .arg("model")
+            .arg("--driver")
+            .arg(&driver)
+            .args(args)
+            .env("UKUE_BROKEN", name)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("running {} model", self.me.display()))?;
+        let deadline = deadline.max(Instant::now() + Duration::from_secs(120));
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        match status.and_then(|s| s.code()) {
+            Some(code) if code == i32::from(exit::FAILURES) => {
+                outcome.killed = true;
+                outcome.killed_by = Some(MODEL.into());
+                outcome.killed_status = Some("fail".into());
+                outcome.replay = format!(
+                    "UKUE_BROKEN={name} {} model --driver {} {}",
+                    self.me.display(),
+                    driver.display(),
+                    args.join(" ")
+                );
+            }
+            Some(code) if code == i32::from(exit::OK) => {}
+            other => outcome.error = Some(format!("the model run against the step driver ended {other:?}")),
+        }
+        Ok(())
     }
 
     /// A kill counts when the killing case passes the reference with the

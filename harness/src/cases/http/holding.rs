@@ -172,6 +172,12 @@ fn claim_options(ctx: &mut Ctx) -> CaseResult {
         near(r.lease_until.unwrap_or(0), ms, before, after, &format!("{what}: lease_until"))?;
         held.push((id, job["token"].as_str().unwrap_or("").to_string()));
     }
+    // Let the clock pass the claims, so that an extend that leaves
+    // updated_at as the claim set it shows.
+    let claimed = the_row(&file, held[held.len() - 1].0)?.updated_at;
+    while now_ms() < claimed + 2 * super::CLOCK_SLACK_MS + 10 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     for ((id, token), (lease, ms)) in
         held.iter().zip([(None, 60_000), (Some(json!("2m")), 120_000), (Some(json!(0.25)), 250)])
     {
@@ -192,13 +198,14 @@ fn claim_options(ctx: &mut Ctx) -> CaseResult {
             format!("{what}: lease_until a time"),
             answer["lease_until"].to_string()
         );
-        let until = the_row(&file, *id)?.lease_until;
+        let r = the_row(&file, *id)?;
         ensure_eq!(
             answer["lease_until"].as_str().and_then(parse_time),
-            until,
+            r.lease_until,
             format!("{what}: lease_until, as the file holds it")
         );
-        near(until.unwrap_or(0), ms, before, after, &format!("{what}: lease_until"))?;
+        near(r.lease_until.unwrap_or(0), ms, before, after, &format!("{what}: lease_until"))?;
+        near(r.updated_at, 0, before, after, &format!("{what}: updated_at"))?;
     }
     for wait in [json!(-1), json!("-1s")] {
         let reply = client.post("/v1/claim", json!({"queue": "empty", "wait": wait}))?;

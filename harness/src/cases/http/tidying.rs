@@ -28,7 +28,7 @@ pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResul
         ),
         case(
             "http/tidy",
-            "retry (attempts reset), retry-all of one queue or all, purge of dead or done jobs of one queue or all, delete in any state, and ack with serve --keep-done",
+            "retry (attempts reset), retry-all of one queue or all, purge of dead or done jobs of one queue or all, delete in any state, and ack with serve --keep-done (409 with another token)",
             tidy,
         ),
     ]
@@ -196,10 +196,18 @@ fn tidy(ctx: &mut Ctx) -> CaseResult {
         "job 4 (queue a, done) purged, job 5 (queue b, done) kept",
         format!("{:?}", states(&file)?)
     );
-    // With --keep-done an ack keeps the job as done.
+    // With --keep-done an ack keeps the job as done, and only with the
+    // job's own token.
     let job = client
         .claim(json!({"queue": "c"}))?
         .ok_or_else(|| Failure::fail("a claim of queue c: job 6", "204"))?;
+    let held = the_row(&file, 6)?;
+    expect(
+        &client.post("/v1/jobs/6/ack", json!({"token": "f".repeat(32)}))?,
+        409,
+        "an ack of job 6 with another token (serve --keep-done)",
+    )?;
+    ensure_eq!(the_row(&file, 6)?, held, "job 6 after an ack with another token (serve --keep-done)");
     expect(&client.post("/v1/jobs/6/ack", json!({"token": job["token"]}))?, 200, "the ack of job 6")?;
     ensure_eq!(job["id"].as_i64(), Some(6), "the job claimed");
     ensure_eq!(the_row(&file, 6)?.state, "done", "job 6 after its ack (serve --keep-done)");

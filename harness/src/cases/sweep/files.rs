@@ -45,6 +45,10 @@ fn versioned(ctx: &Ctx, template: &[u8], version: Stored) -> Result<Vec<u8>, Fai
         Stored::Blob(bytes) => {
             conn.execute("UPDATE ukue_meta SET value = ?1 WHERE key = 'format_version'", [bytes])?;
         }
+        Stored::Missing => conn.execute_batch(
+            "DELETE FROM ukue_meta WHERE key = 'format_version';
+             INSERT INTO ukue_meta (key, value) VALUES ('version', '1');",
+        )?,
         // The table's NOT NULL forbids it: a table made without it holds one.
         Stored::Null => conn.execute_batch(
             "CREATE TABLE meta_copy AS SELECT key, value FROM ukue_meta;

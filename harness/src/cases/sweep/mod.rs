@@ -120,7 +120,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "sweep/format-versions",
             "file.newer-version",
-            "format_version 0, 2, 3, 10, 2^31, 2^63-1, 2^63, -1, 1.0, ' 1', '1 ', 1abc, abc, empty, NULL, a BLOB '2'…: every command refuses the file and leaves it byte for byte",
+            "format_version 0, 2, 3, 10, 2^31, 2^63-1, 2^63, -1, 1.0, ' 1', '1 ', 1abc, abc, empty, NULL, a BLOB '2', none (with '1' under a later key)…: every command refuses the file and leaves it byte for byte",
             files::format_versions,
         ),
         case(

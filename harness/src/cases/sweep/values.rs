@@ -332,6 +332,9 @@ pub enum Stored {
     Text(&'static str),
     Blob(&'static [u8]),
     Null,
+    /// No `format_version` row, and `1` under a key that sorts after it:
+    /// a reader must look for that key, not the first one from it on.
+    Missing,
 }
 
 impl Stored {
@@ -343,6 +346,7 @@ impl Stored {
                 format!("X'{}'", bytes.iter().map(|b| format!("{b:02X}")).collect::<String>())
             }
             Stored::Null => "NULL".into(),
+            Stored::Missing => "no row (a key `version` holds '1')".into(),
         }
     }
 }
@@ -376,6 +380,7 @@ pub const VERSIONS: &[(&str, Stored)] = &[
     ("empty", Stored::Text("")),
     ("null", Stored::Null),
     ("blob-2", Stored::Blob(b"2")),
+    ("missing", Stored::Missing),
 ];
 
 /// An application's database: its journal mode, page size and text
