@@ -212,7 +212,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(&found).with_context(|| format!("{}: not found", found.display()))
 }
 
-fn globs(patterns: &[String]) -> Result<Option<GlobSet>> {
+pub(crate) fn globs(patterns: &[String]) -> Result<Option<GlobSet>> {
     if patterns.is_empty() {
         return Ok(None);
     }

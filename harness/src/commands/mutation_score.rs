@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use globset::{Glob, GlobSetBuilder};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use super::conformance::{exit, parse_duration};
+use super::conformance::{exit, globs, parse_duration};
 use crate::cases::{self, Case};
 use crate::subjects::{broken, mutants};
 
@@ -201,17 +200,6 @@ fn batches(only: &[String]) -> Result<Vec<Vec<&'static str>>> {
     }
     out.retain(|b| !b.is_empty());
     Ok(out)
-}
-
-fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>> {
-    if patterns.is_empty() {
-        return Ok(None);
-    }
-    let mut set = GlobSetBuilder::new();
-    for p in patterns {
-        set.add(Glob::new(p).with_context(|| format!("bad glob {p:?}"))?);
-    }
-    Ok(Some(set.build()?))
 }
 
 /// The mutants this run is about, in the listing's order: not equivalent,

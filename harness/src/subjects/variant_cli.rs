@@ -41,6 +41,12 @@ pub fn argv(variant: &Variant, mut words: Vec<OsString>) -> Result<Vec<OsString>
             ));
         }
     }
+    if variant.has(Choice::DelaysUpToACentury) && command == "add" {
+        if let Some(value) = delay_past_a_century(&words[..end]) {
+            eprintln!("ukue add: --delay {} is too long: a delay is at most 100 years", escape(&value));
+            return Err(1);
+        }
+    }
     if variant.has(Choice::ListLimitTaken) && command == "list" {
         edit_flag(&mut words, "--limit", |v| match v.parse::<i64>() {
             Ok(n) if n > 1000 => Edit::Set("1000".into()),
@@ -240,6 +246,9 @@ pub fn run(
             printed.push(b'\n');
         }
     }
+    if variant.has(Choice::RetryCountsOnly) && name == "retry" {
+        printed = counted(&printed).into_bytes();
+    }
     if variant.has(Choice::OtherWording) {
         printed = reworded(name, &printed).into_bytes();
     }
@@ -265,6 +274,44 @@ fn each_id(
         writeln!(out, "{}", step(&mut file, id)?)?;
     }
     Ok(())
+}
+
+/// What the reference's `retry ID...` prints, one line a job it sent
+/// back, as a count of them (`retry.ids-named` left undone).
+fn counted(printed: &[u8]) -> String {
+    let text = String::from_utf8_lossy(printed);
+    let back = text.lines().filter(|l| l.starts_with("job ") && l.ends_with(" is ready again")).count();
+    let rest: Vec<&str> =
+        text.lines().filter(|l| !(l.starts_with("job ") && l.ends_with(" is ready again"))).collect();
+    let mut out = String::new();
+    if back > 0 {
+        out.push_str(&format!("{back} dead job(s) ready again\n"));
+    }
+    for line in rest {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The longest `--delay` that `delays-up-to-a-century` takes.
+const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// `add --delay D` past a century, if the words hold one.
+fn delay_past_a_century(words: &[OsString]) -> Option<String> {
+    let mut values = words.iter().filter_map(|w| w.to_str());
+    let mut found = None;
+    while let Some(word) = values.next() {
+        let value = match word.strip_prefix("--delay") {
+            Some("") => values.next(),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        };
+        if let Some(v) = value.filter(|v| ukue::cli::duration::parse(v).is_ok_and(|d| d > CENTURY)) {
+            found = Some(v.to_string());
+        }
+    }
+    found
 }
 
 /// What the reference's `retry`, `purge` and `delete` print, in other

@@ -27,6 +27,11 @@ pub enum Choice {
     /// §5.6: a backoff of a fraction of a second, so that a failed job runs
     /// again while a case still looks.
     ShortBackoff,
+    /// retry.ids-named: `retry ID...` prints how many, not the ids.
+    RetryCountsOnly,
+    /// args.duration-range: `--delay` past a century is refused (exit 1),
+    /// short of Go's limit.
+    DelaysUpToACentury,
     /// §5.4: the reaped job's `last_error` in other words.
     OtherLeaseNote,
     /// §5.4: a token of 64 characters (upper-case hex, then lower-case).
@@ -96,6 +101,8 @@ use Choice::*;
 pub const ALL_CHOICES: &[Choice] = &[
     ReleaseSetsRunAt,
     ShortBackoff,
+    RetryCountsOnly,
+    DelaysUpToACentury,
     OtherLeaseNote,
     LongToken,
     NoLook,
@@ -196,6 +203,20 @@ pub const VARIANTS: &[Variant] = &[
         what: "a failed attempt (and a reaped lease) is due again after 15 s × its attempt, at most 10 min, plus \
                up to a tenth more; the reference doubles from 10 s up to an hour",
         choices: &[OtherBackoff],
+    },
+    Variant {
+        name: "retry-counts-only",
+        items: &["retry.ids-named"],
+        touches: &["retry.ids", "retry.all"],
+        what: "`retry ID...` says how many jobs it sent back, not which",
+        choices: &[RetryCountsOnly],
+    },
+    Variant {
+        name: "delays-up-to-a-century",
+        items: &["args.duration-range"],
+        touches: &["args.duration", "args.duration-long", "add.delay"],
+        what: "`add --delay` past 100 years is refused (exit 1), short of Go's limit of 2562047h",
+        choices: &[DelaysUpToACentury],
     },
     Variant {
         name: "short-backoff",
