@@ -17,6 +17,7 @@ use crate::report::timeline::Timeline;
 use crate::report::{CaseReport, Reporter, RunInfo, Status};
 use crate::spec as rules;
 use crate::subjects::ctx::Ctx;
+use crate::subjects::process;
 use crate::subjects::worker::PROBE_LOG;
 use crate::subjects::{Failure, FailureKind, Subjects};
 
@@ -104,6 +105,14 @@ pub fn run(
                 let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
                 let case = &cases[i];
                 let report = run_one(config, case);
+                if process::interrupted() {
+                    // The interrupt killed this case's processes, so its
+                    // verdict would be false; the interrupt's thread ends
+                    // the run (exit 130) as soon as its sweep is done.
+                    loop {
+                        std::thread::park();
+                    }
+                }
                 if report.status.is_bad() {
                     failed.store(true, Ordering::SeqCst);
                 }

@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::worker::{Worker, WorkerOptions};
+use crate::worker::Worker;
 use crate::{Access, ListFilter, NewJob, OpenOptions, State, Ukue, FORMAT_VERSION};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -169,43 +169,16 @@ fn add(files: Files, args: AddArgs, out: &mut dyn Write) -> Result<()> {
 /// [`work::CommandHandler`]; a test double may wrap it.
 pub fn work_with(open: &OpenOptions, args: WorkArgs, handler: &dyn crate::worker::Handler) -> Result<()> {
     let files = Files(open);
-    let options = WorkerOptions {
-        concurrency: usize::from(args.concurrency),
-        lease: args.lease,
-        poll: args.poll,
-        grace: args.grace,
-        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
-        keep_done: args.keep_done,
-    };
     // As the published command: a command that cannot run is a usage
     // error, before the file is opened or any job claimed.
     work::find_command(&args.command[0]).map_err(UsageError)?;
     // Refuse a bad file before anything starts.
     drop(files.open(&args.file)?);
-    let worker = Worker::new(&args.file, &args.queue, options).open_options(files.0.clone());
-    let stopper = worker.stopper();
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
-            .context("installing signal handlers")?;
-    let signal_handle = signals.handle();
-    let listener = std::thread::spawn(move || {
-        let mut pending = signals.forever();
-        if pending.next().is_some() {
-            stopper.stop();
-            // A second one ends the worker at once, as the published one
-            // does (its commands run on; their jobs come back once their
-            // leases run out).
-            if let Some(second) = pending.next() {
-                eprintln!("ukue work: a second signal: ending at once, without waiting for running commands");
-                let _ = signal_hook::low_level::emulate_default_handler(second);
-                std::process::exit(1);
-            }
-        }
-    });
+    let worker =
+        Worker::new(&args.file, &args.queue, work::worker_options(&args)).open_options(files.0.clone());
     let quiet = args.quiet;
-    let result = worker.run(handler, &|event| work::report(event, quiet));
-    signal_handle.close();
-    let _ = listener.join();
+    let result = work::run_until_signalled(&worker, handler, &|event| work::report(event, quiet))
+        .context("installing signal handlers")?;
     Ok(result?)
 }
 

@@ -13,11 +13,12 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::worker::{Event, Handler, JobControl, Outcome, StopReason};
+use crate::worker::{Event, Handler, JobControl, Outcome, StopReason, Worker, WorkerOptions};
 use crate::{Claimed, Failed, Retry};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
+use super::args::WorkArgs;
 use super::time;
 
 /// A command's exit status that means "never retry" (EX_DATAERR).
@@ -253,6 +254,50 @@ fn outcome_of(status: ExitStatus) -> Outcome {
         }
         (None, None) => Outcome::Fail { error: "ended without a status".into(), retry: Retry::Backoff },
     }
+}
+
+/// The worker's options as `ukue work`'s flags give them.
+pub fn worker_options(args: &WorkArgs) -> WorkerOptions {
+    WorkerOptions {
+        concurrency: usize::from(args.concurrency),
+        lease: args.lease,
+        poll: args.poll,
+        grace: args.grace,
+        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
+        keep_done: args.keep_done,
+    }
+}
+
+/// Runs `worker` until its queue work is stopped: a first SIGINT or
+/// SIGTERM stops claiming and lets running commands finish (within the
+/// grace); a second ends the process at once, as the published command
+/// does (its commands run on; their jobs come back once their leases run
+/// out). The outer error is the signal handlers' set-up, the inner the
+/// worker's own.
+pub fn run_until_signalled(
+    worker: &Worker,
+    handler: &dyn Handler,
+    events: &(dyn Fn(Event) + Sync),
+) -> std::io::Result<crate::Result<()>> {
+    let stopper = worker.stopper();
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
+    let signal_handle = signals.handle();
+    let listener = thread::spawn(move || {
+        let mut pending = signals.forever();
+        if pending.next().is_some() {
+            stopper.stop();
+            if let Some(second) = pending.next() {
+                eprintln!("ukue work: a second signal: ending at once, without waiting for running commands");
+                let _ = signal_hook::low_level::emulate_default_handler(second);
+                std::process::exit(1);
+            }
+        }
+    });
+    let result = worker.run(handler, events);
+    signal_handle.close();
+    let _ = listener.join();
+    Ok(result)
 }
 
 /// One line on stderr per event; `quiet` keeps only the errors.

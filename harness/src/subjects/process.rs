@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -74,8 +75,18 @@ impl Drop for Procs {
     }
 }
 
+/// Set once an interrupt has begun to kill every case's processes.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether an interrupt is killing every case's processes: a case that
+/// ends now ended because of it, and its verdict means nothing.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// Kills the processes of every case still running (on Ctrl-C).
 pub fn kill_every_case() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
     let live: Vec<String> = markers().keys().cloned().collect();
     for marker in live {
         sweep(&marker);

@@ -15,7 +15,7 @@ use ukue::cli::args::{Cmd, ListArgs, WorkArgs};
 use ukue::cli::output::{escape, payload_fields};
 use ukue::cli::work::CommandHandler;
 use ukue::cli::{time, UsageError};
-use ukue::worker::{Event, Handler, JobControl, Outcome, Worker, WorkerOptions};
+use ukue::worker::{Event, Handler, JobControl, Outcome, Worker};
 use ukue::{Claimed, Failed, ListFilter, OpenOptions, State, Ukue};
 
 use super::variants::{Choice, Variant};
@@ -513,45 +513,21 @@ impl Handler for VariantHandler {
 /// `ukue work` as the reference's `work_with` runs it, with the variant's
 /// handler and its own lines on stderr.
 fn work(variant: &'static Variant, options: &OpenOptions, args: WorkArgs) -> anyhow::Result<()> {
-    let worker_options = WorkerOptions {
-        concurrency: usize::from(args.concurrency),
-        lease: args.lease,
-        poll: args.poll,
-        grace: args.grace,
-        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
-        keep_done: args.keep_done,
-    };
     ukue::cli::work::find_command(&args.command[0]).map_err(UsageError)?;
     drop(open(options, &args.file)?);
     let handler = VariantHandler { inner: CommandHandler::of(&args), variant };
-    let worker = Worker::new(&args.file, &args.queue, worker_options).open_options(options.clone());
-    let stopper = worker.stopper();
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
-            .context("installing signal handlers")?;
-    let signal_handle = signals.handle();
-    let listener = std::thread::spawn(move || {
-        let mut pending = signals.forever();
-        if pending.next().is_some() {
-            stopper.stop();
-            if let Some(second) = pending.next() {
-                eprintln!("ukue work: a second signal; leaving now");
-                let _ = signal_hook::low_level::emulate_default_handler(second);
-                std::process::exit(1);
-            }
-        }
-    });
+    let worker = Worker::new(&args.file, &args.queue, ukue::cli::work::worker_options(&args))
+        .open_options(options.clone());
     let quiet = args.quiet;
     let reworded = variant.has(Choice::OtherWording);
-    let result = worker.run(&handler, &|event| {
+    let result = ukue::cli::work::run_until_signalled(&worker, &handler, &|event| {
         if reworded {
             report(event, quiet)
         } else {
             ukue::cli::work::report(event, quiet)
         }
-    });
-    signal_handle.close();
-    let _ = listener.join();
+    })
+    .context("installing signal handlers")?;
     if let Err(e) = result {
         bail!("stopped: {e}");
     }
