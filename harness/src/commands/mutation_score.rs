@@ -152,6 +152,10 @@ pub struct Outcome {
     /// How it went wrong (`fail`, `error`, `timeout`).
     #[serde(default)]
     pub killed_status: Option<String>,
+    /// What the killing case saw, as its report says: the evidence to
+    /// read when a kill looks unlikely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_seen: Option<String>,
     /// The `should` cases that warned (none of them a kill).
     #[serde(default)]
     pub warned: Vec<String>,
@@ -371,6 +375,7 @@ impl Run<'_> {
             killed: false,
             killed_by: None,
             killed_status: None,
+            killed_seen: None,
             warned: Vec::new(),
             cases_run: 0,
             seconds: 0.0,
@@ -442,6 +447,7 @@ impl Run<'_> {
                 outcome.killed = true;
                 outcome.killed_by = Some(MODEL.into());
                 outcome.killed_status = Some("fail".into());
+                outcome.killed_seen = None;
                 outcome.replay = format!(
                     "UKUE_BROKEN={name} {} model --driver {} {}",
                     self.me.display(),
@@ -460,7 +466,13 @@ impl Run<'_> {
     /// loaded one can make a crash case miss its deadlines), not for the
     /// mutant. Such a mutant is left unjudged, to be run again.
     fn confirm(&self, case: &str, deadline: Instant, outcome: &mut Outcome) -> Result<()> {
-        let mut again = Outcome { killed: false, killed_by: None, warned: Vec::new(), ..outcome.clone() };
+        let mut again = Outcome {
+            killed: false,
+            killed_by: None,
+            killed_seen: None,
+            warned: Vec::new(),
+            ..outcome.clone()
+        };
         let mut child = self.spawn(None, &[case])?;
         // Past the mutant's deadline the check still gets a case's time.
         let (ended, stderr) =
@@ -608,6 +620,7 @@ fn read_report(line: &str, outcome: &mut Outcome) {
             if let Some(replay) = v["replay"].as_str() {
                 outcome.replay = replay.to_string();
             }
+            outcome.killed_seen = v["seen"].as_str().or(v["reason"].as_str()).map(str::to_string);
         }
     } else if report.level == "should" && report.status == "warn" {
         outcome.warned.push(report.id);
@@ -701,6 +714,7 @@ mod tests {
             killed: false,
             killed_by: None,
             killed_status: None,
+            killed_seen: None,
             warned: Vec::new(),
             cases_run: 0,
             seconds: 0.0,
