@@ -77,7 +77,10 @@ fn summary(e: &Evolution) -> String {
     let needing = e.needing_new_version().count();
     let steps = e.differences.iter().filter(|d| d.verdict == Verdict::ChangesAStep).count();
     let run_it = if steps > 0 {
-        format!("; {steps} statement(s) changed: run the cases that check them")
+        format!(
+            "; {}: run the cases that check them",
+            count(steps, "statement changed", "statements changed")
+        )
     } else {
         String::new()
     };
@@ -85,9 +88,10 @@ fn summary(e: &Evolution) -> String {
         "no difference in the schema, the keys, the version or the statements".to_string()
     } else if e.breaks() {
         format!(
-            "BREAKS the promise of version {}: {needing} difference(s) need a new version, and format_version \
-             stayed {}{run_it}",
-            e.old_version, e.new_version
+            "BREAKS the promise of version {}: {} a new version, and format_version stayed {}{run_it}",
+            e.old_version,
+            count(needing, "difference needs", "differences need"),
+            e.new_version
         )
     } else if e.new_version > e.old_version {
         format!("a new version ({} → {}): every change is allowed{run_it}", e.old_version, e.new_version)
@@ -99,6 +103,11 @@ fn summary(e: &Evolution) -> String {
     } else {
         format!("keeps the promise of version {}: every difference is allowed within it", e.old_version)
     }
+}
+
+/// `1 thing is` or `2 things are`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn print_human(e: &Evolution, old: &Path, new: &Path) {

@@ -9,16 +9,38 @@
 /// case-insensitive), literals as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token {
-    Word { text: String, quoted: bool },
+    /// `as_written` keeps the case for showing; tokens compare by `text`.
+    Word {
+        text: String,
+        quoted: bool,
+        as_written: Spelling,
+    },
     Str(String),
     Num(String),
     Blob(String),
     Punct(String),
 }
 
+/// How a word was written: shown, never compared.
+#[derive(Debug, Clone, Default)]
+pub struct Spelling(pub String);
+
+impl PartialEq for Spelling {
+    fn eq(&self, _: &Spelling) -> bool {
+        true
+    }
+}
+
+impl Eq for Spelling {}
+
 impl Token {
+    /// An unquoted word, written as `text`.
+    pub fn word(text: &str) -> Token {
+        Token::Word { text: text.to_lowercase(), quoted: false, as_written: Spelling(text.to_string()) }
+    }
+
     pub fn is_word(&self, word: &str) -> bool {
-        matches!(self, Token::Word { text, quoted: false } if text == word)
+        matches!(self, Token::Word { text, quoted: false, .. } if text == word)
     }
 
     fn is_punct(&self, p: &str) -> bool {
@@ -28,8 +50,11 @@ impl Token {
     /// The token as SQL again.
     pub fn sql(&self) -> String {
         match self {
-            Token::Word { text, quoted: true } => format!("\"{}\"", text.replace('"', "\"\"")),
-            Token::Word { text, .. } | Token::Num(text) | Token::Punct(text) => text.clone(),
+            Token::Word { quoted: true, as_written, .. } => {
+                format!("\"{}\"", as_written.0.replace('"', "\"\""))
+            }
+            Token::Word { as_written, .. } => as_written.0.clone(),
+            Token::Num(text) | Token::Punct(text) => text.clone(),
             Token::Str(text) => format!("'{}'", text.replace('\'', "''")),
             Token::Blob(hex) => format!("x'{hex}'"),
         }
@@ -84,7 +109,7 @@ pub fn tokens(sql: &str) -> Vec<Token> {
         } else if c == '"' || c == '`' || c == '[' {
             let end = if c == '[' { ']' } else { c };
             let (text, next) = until(i + 1, end);
-            out.push(Token::Word { text: text.to_lowercase(), quoted: true });
+            out.push(Token::Word { text: text.to_lowercase(), quoted: true, as_written: Spelling(text) });
             i = next;
         } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
             let start = i;
@@ -98,7 +123,7 @@ pub fn tokens(sql: &str) -> Vec<Token> {
                 i += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            out.push(Token::Word { text: text.to_lowercase(), quoted: false });
+            out.push(Token::word(&text));
         } else {
             let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
             let len =
@@ -110,9 +135,30 @@ pub fn tokens(sql: &str) -> Vec<Token> {
     out
 }
 
-/// Tokens as one line of SQL, a space between each two.
+/// Tokens as one line of SQL: a space between each two, but none inside
+/// a negative number (`-100`, not `- 100`).
 pub fn render(tokens: &[Token]) -> String {
-    tokens.iter().map(Token::sql).collect::<Vec<_>>().join(" ")
+    let mut out = String::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let unary_before =
+            i >= 1 && tokens[i - 1].is_punct("-") && (i == 1 || starts_operand(&tokens[i - 2]));
+        if i > 0 && !unary_before {
+            out.push(' ');
+        }
+        out.push_str(&token.sql());
+    }
+    out
+}
+
+/// Whether a minus after this token is a sign, not a subtraction.
+fn starts_operand(token: &Token) -> bool {
+    const KEYWORDS: [&str; 11] =
+        ["between", "and", "or", "not", "when", "then", "else", "is", "in", "select", "default"];
+    match token {
+        Token::Punct(p) => p != ")",
+        Token::Word { quoted: false, .. } => KEYWORDS.iter().any(|k| token.is_word(k)),
+        _ => false,
+    }
 }
 
 /// The parts of a CREATE TABLE between its outer parentheses, split at
@@ -214,7 +260,7 @@ mod tests {
         assert_eq!(parts.len(), 4);
         assert!(has_word(&parts[0], "autoincrement"));
         let state: Vec<String> = checks(&parts[1]).iter().map(|c| render(c)).collect();
-        assert_eq!(state, ["state in ( 'ready' , 'it''s' )"]);
+        assert_eq!(state, ["state IN ( 'ready' , 'it''s' )"]);
         assert_eq!(checks(&parts[2]).len(), 2);
         assert!(is_table_constraint(&parts[3]) && !is_table_constraint(&parts[1]));
         assert_eq!(render(&checks(&parts[3])[0]), "length ( state ) > 0");
@@ -229,5 +275,11 @@ mod tests {
         let index = tokens("CREATE INDEX i ON t (a, (b + 1)) WHERE state = 'ready';");
         assert_eq!(render(&where_clause(&index)), "state = 'ready'");
         assert_eq!(render(&tokens("x'0A' <= 1.5e3")), "x'0a' <= 1.5e3");
+        assert_eq!(
+            render(&b[2..b.len() - 1]),
+            "PRIORITY between -100 and 100",
+            "a sign stays with its number"
+        );
+        assert_eq!(render(&tokens("attempts - 1")), "attempts - 1");
     }
 }

@@ -236,7 +236,7 @@ fn and_all(checks: &[Vec<Token>]) -> Vec<Token> {
     let mut all = Vec::new();
     for (i, check) in checks.iter().enumerate() {
         if i > 0 {
-            all.push(Token::Word { text: "and".into(), quoted: false });
+            all.push(Token::word("AND"));
         }
         all.push(Token::Punct("(".into()));
         all.extend(check.iter().cloned());
