@@ -76,26 +76,31 @@ fn parse(path: &Path) -> Edit {
     Edit { name, exit, finds: header("finds"), hunks }
 }
 
-/// The page with the edit applied: each hunk where its lines are, once.
-fn apply(edit: &Edit, page: &str) -> String {
+/// The page with the edit applied: each hunk where its lines are, once;
+/// or which hunk no longer applies, and why.
+fn apply(edit: &Edit, page: &str) -> Result<String, String> {
     let mut lines: Vec<String> = page.lines().map(str::to_string).collect();
     for (i, hunk) in edit.hunks.iter().enumerate() {
         let at: Vec<usize> = (0..=lines.len().saturating_sub(hunk.before.len()))
             .filter(|&start| lines[start..start + hunk.before.len()] == hunk.before[..])
             .collect();
-        assert_eq!(
-            at.len(),
-            1,
-            "{}.patch, hunk {}, no longer applies to spec/FORMAT.md: its lines are found {} times, not once \
-             (make it again against the page as it is now):\n{}",
-            edit.name,
-            i + 1,
-            at.len(),
-            hunk.before.join("\n")
-        );
+        if at.len() != 1 {
+            return Err(format!(
+                "{}.patch, hunk {}, no longer applies to spec/FORMAT.md: its lines are found {} times, not once \
+                 (make it again against the page as it is now):\n{}",
+                edit.name,
+                i + 1,
+                at.len(),
+                hunk.before.join("\n")
+            ));
+        }
         lines.splice(at[0]..at[0] + hunk.before.len(), hunk.after.iter().cloned());
     }
-    lines.join("\n") + "\n"
+    Ok(lines.join("\n") + "\n")
+}
+
+fn applied(edit: &Edit, page: &str) -> String {
+    apply(edit, page).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn evolve(dir: &Path, old: &str, new: &str, format: &str) -> (i32, String, String) {
@@ -120,11 +125,11 @@ fn each_edit_of_the_catalogue_gets_its_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
     for edit in &edits {
-        let edited = apply(edit, &page);
+        let edited = applied(edit, &page);
         let (code, stdout, stderr) = evolve(dir.path(), &page, &edited, "json");
         let json: serde_json::Value =
             serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{}: {e}: {stdout}{stderr}", edit.name));
-        let found: Vec<String> = json["differences"]
+        let found: Vec<String> = json["findings"]
             .as_array()
             .unwrap()
             .iter()
@@ -158,7 +163,7 @@ fn the_three_edits_of_the_table_get_three_answers() {
     let dir = tempfile::tempdir().unwrap();
     let judge = |name: &str| {
         let edit = edits.iter().find(|e| e.name == name).unwrap();
-        evolve(dir.path(), &page, &apply(edit, &page), "human")
+        evolve(dir.path(), &page, &applied(edit, &page), "human")
     };
     let (code, rename, _) = judge("column-renamed");
     assert_eq!(code, 1, "{rename}");
@@ -188,7 +193,7 @@ fn a_changed_step_names_its_cases_and_markdown_is_a_table() {
     let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
     let edit = catalogue().into_iter().find(|e| e.name == "claim-order-changed").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (code, md, _) = evolve(dir.path(), &page, &apply(&edit, &page), "markdown");
+    let (code, md, _) = evolve(dir.path(), &page, &applied(&edit, &page), "markdown");
     assert_eq!(code, 0, "{md}");
     assert!(md.starts_with("### ✅ FORMAT.md: keeps the promise"), "{md}");
     assert!(md.contains("| changes a step: run it | §2.4.10 What the steps do | `statement pick` |"), "{md}");
@@ -212,4 +217,22 @@ fn a_path_or_a_page_it_cannot_read_is_a_usage_error() {
     let (code, _, stderr) = evolve(dir.path(), &no_version, &page, "human");
     assert_eq!(code, 2);
     assert!(stderr.contains("OLD.md") && stderr.contains("§2.1 names no version"), "{stderr}");
+}
+
+/// An edit of FORMAT.md elsewhere (a paragraph added near the top, which
+/// moves every line) leaves each patch applying; an edit of a patch's own
+/// lines makes it say which hunk no longer applies.
+#[test]
+fn patches_apply_after_unrelated_edits_and_say_when_they_do_not() {
+    let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
+    let moved = page.replacen("## 1. The file\n", "## 1. The file\n\nA paragraph\nof three\nlines.\n", 1);
+    assert_ne!(moved, page);
+    for edit in catalogue() {
+        let edited = apply(&edit, &moved).unwrap_or_else(|e| panic!("after an unrelated edit: {e}"));
+        assert!(edited.contains("A paragraph\nof three\nlines."), "{}", edit.name);
+    }
+    let edit = catalogue().into_iter().find(|e| e.name == "default-changed").unwrap();
+    let touched = page.replacen("NOT NULL DEFAULT 10 CHECK", "NOT NULL DEFAULT 20 CHECK", 1);
+    let error = apply(&edit, &touched).unwrap_err();
+    assert!(error.starts_with("default-changed.patch, hunk 1, no longer applies"), "{error}");
 }

@@ -13,7 +13,7 @@ use super::conformance::exit;
 use crate::cases;
 use crate::spec::coverage::CaseInfo;
 use crate::spec::evolve::snapshot::Snapshot;
-use crate::spec::evolve::{self, rule, Difference, Evolution, Verdict};
+use crate::spec::evolve::{self, rule, Evolution, Finding, Verdict};
 use crate::spec::CONFORMANCE_MD;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -75,7 +75,7 @@ fn title(id: &str) -> &'static str {
 /// The verdict on the edit, in a sentence.
 fn summary(e: &Evolution) -> String {
     let needing = e.needing_new_version().count();
-    let steps = e.differences.iter().filter(|d| d.verdict == Verdict::ChangesAStep).count();
+    let steps = e.findings.iter().filter(|d| d.verdict == Verdict::ChangesAStep).count();
     let run_it = if steps > 0 {
         format!(
             "; {}: run the cases that check them",
@@ -84,7 +84,7 @@ fn summary(e: &Evolution) -> String {
     } else {
         String::new()
     };
-    if e.differences.is_empty() {
+    if e.findings.is_empty() {
         "no difference in the schema, the keys, the version or the statements".to_string()
     } else if e.breaks() {
         format!(
@@ -118,7 +118,7 @@ fn print_human(e: &Evolution, old: &Path, new: &Path) {
         e.old_version,
         e.new_version
     );
-    for d in &e.differences {
+    for d in &e.findings {
         println!("{:<24} §{:<6} {}: {}", d.verdict.as_str(), d.rule, d.subject, d.change);
         println!("{:<24} {:<7} ({})", "", "", title(d.rule));
         if let Some(note) = &d.note {
@@ -129,7 +129,7 @@ fn print_human(e: &Evolution, old: &Path, new: &Path) {
             println!("{:<32} checked by {}", "", ids.join(", "));
         }
     }
-    if !e.differences.is_empty() {
+    if !e.findings.is_empty() {
         println!();
     }
     println!("verdict: {}", summary(e));
@@ -147,10 +147,10 @@ fn rerun_line(e: &Evolution) -> Option<String> {
 }
 
 fn json(e: &Evolution) -> serde_json::Value {
-    let differences: Vec<serde_json::Value> = e
-        .differences
+    let findings: Vec<serde_json::Value> = e
+        .findings
         .iter()
-        .map(|d: &Difference| {
+        .map(|d: &Finding| {
             let mut value = serde_json::json!(d);
             value["title"] = serde_json::json!(title(d.rule));
             value
@@ -158,7 +158,7 @@ fn json(e: &Evolution) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "old_version": e.old_version, "new_version": e.new_version, "breaks": e.breaks(),
-        "summary": summary(e), "differences": differences, "cases_to_run": e.cases_to_run(),
+        "summary": summary(e), "findings": findings, "cases_to_run": e.cases_to_run(),
     })
 }
 
@@ -174,9 +174,9 @@ fn markdown(e: &Evolution, old: &Path, new: &Path) -> String {
         e.old_version,
         e.new_version
     ));
-    if !e.differences.is_empty() {
+    if !e.findings.is_empty() {
         out.push_str("| verdict | rule | what | change | cases |\n|---|---|---|---|---|\n");
-        for d in &e.differences {
+        for d in &e.findings {
             let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
             let mut change = cell(&d.change);
             if let Some(note) = &d.note {

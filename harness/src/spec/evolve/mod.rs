@@ -96,7 +96,7 @@ impl Verdict {
 
 /// One difference between the two pages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Difference {
+pub struct Finding {
     /// The rule of FORMAT.md §2.4 it falls under.
     pub rule: &'static str,
     pub verdict: Verdict,
@@ -117,7 +117,7 @@ pub struct Difference {
 pub struct Evolution {
     pub old_version: u64,
     pub new_version: u64,
-    pub differences: Vec<Difference>,
+    pub findings: Vec<Finding>,
 }
 
 impl Evolution {
@@ -127,14 +127,14 @@ impl Evolution {
         self.new_version <= self.old_version && self.needing_new_version().next().is_some()
     }
 
-    pub fn needing_new_version(&self) -> impl Iterator<Item = &Difference> {
-        self.differences.iter().filter(|d| d.verdict == Verdict::NeedsNewVersion)
+    pub fn needing_new_version(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|d| d.verdict == Verdict::NeedsNewVersion)
     }
 
     /// The cases that check the changed steps, each once.
     pub fn cases_to_run(&self) -> Vec<&str> {
         let mut ids: Vec<&str> =
-            self.differences.iter().flat_map(|d| d.cases.iter().map(|c| c.id.as_str())).collect();
+            self.findings.iter().flat_map(|d| d.cases.iter().map(|c| c.id.as_str())).collect();
         ids.sort();
         ids.dedup();
         ids
@@ -150,7 +150,7 @@ pub fn compare(
     conformance_md: &str,
     cases: &[CaseInfo],
 ) -> Evolution {
-    let mut found = Differences::default();
+    let mut found = Findings::default();
     version(old, new, &mut found);
     tables(old, new, &mut found);
     for (name, table) in &new.tables {
@@ -163,15 +163,15 @@ pub fn compare(
     settings(old, new, &mut found);
     let checked = coverage::coverage(Page::Format, new_md, conformance_md, cases);
     steps(old, new, &checked, &mut found);
-    let mut differences = found.0;
-    differences.sort_by(|a, b| a.verdict.cmp(&b.verdict));
-    Evolution { old_version: old.version, new_version: new.version, differences }
+    let mut findings = found.0;
+    findings.sort_by_key(|f| f.verdict);
+    Evolution { old_version: old.version, new_version: new.version, findings }
 }
 
 #[derive(Default)]
-struct Differences(Vec<Difference>);
+struct Findings(Vec<Finding>);
 
-impl Differences {
+impl Findings {
     fn add(
         &mut self,
         rule: &'static str,
@@ -179,7 +179,7 @@ impl Differences {
         subject: impl Into<String>,
         change: impl Into<String>,
     ) {
-        self.0.push(Difference {
+        self.0.push(Finding {
             rule,
             verdict,
             subject: subject.into(),
@@ -196,7 +196,7 @@ impl Differences {
     }
 }
 
-fn version(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
+fn version(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     use std::cmp::Ordering;
     let (o, n) = (old.version, new.version);
     match n.cmp(&o) {
@@ -216,7 +216,7 @@ fn version(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
     }
 }
 
-fn tables(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
+fn tables(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for name in new.tables.keys().filter(|n| !old.tables.contains_key(*n)) {
         found.add(rule::TABLES, Verdict::NeedsNewVersion, format!("table {name}"), "added");
     }
@@ -245,14 +245,7 @@ fn tables(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
     }
 }
 
-fn columns(
-    table: &str,
-    before: &Table,
-    after: &Table,
-    old: &Snapshot,
-    new: &Snapshot,
-    found: &mut Differences,
-) {
+fn columns(table: &str, before: &Table, after: &Table, old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     let find = |t: &Table, name: &str| t.columns.iter().find(|c| c.name == name).cloned();
     let removed: Vec<&Column> = before.columns.iter().filter(|c| find(after, &c.name).is_none()).collect();
     let added: Vec<&Column> = after.columns.iter().filter(|c| find(before, &c.name).is_none()).collect();
@@ -292,7 +285,7 @@ fn columns(
     }
 }
 
-fn column_added(table: &str, column: &Column, old: &Snapshot, found: &mut Differences) {
+fn column_added(table: &str, column: &Column, old: &Snapshot, found: &mut Findings) {
     let subject = format!("{table}.{}", column.name);
     if column.not_null && column.default.is_none() {
         found.add(
@@ -307,10 +300,9 @@ fn column_added(table: &str, column: &Column, old: &Snapshot, found: &mut Differ
     found.add(rule::COLUMNS_ADDED, Verdict::Allowed, subject, format!("added, with the default {default}"));
     // Whether SQLite can add it to a file that an earlier release made.
     let alter = format!("ALTER TABLE {table} ADD COLUMN {}", column.definition);
-    let fits = old
-        .db
-        .execute_batch(&format!("SAVEPOINT evolve; {alter}; ROLLBACK TO evolve; RELEASE evolve"))
-        .map_err(|e| e.to_string());
+    let fits = old.db.execute_batch(&format!("SAVEPOINT evolve; {alter};")).map_err(|e| e.to_string());
+    // Undone either way (a failed ALTER leaves the savepoint open too), so
+    // that each added column is tried on the old schema as the page made it.
     let _ = old.db.execute_batch("ROLLBACK TO evolve; RELEASE evolve");
     let note = match fits {
         Ok(()) => format!("files of an earlier release lack it: a later release adds it (`{alter}`) or works without it"),
@@ -328,7 +320,7 @@ fn column_changed(
     is: &Column,
     old: &Snapshot,
     new: &Snapshot,
-    found: &mut Differences,
+    found: &mut Findings,
 ) {
     let subject = format!("{table}.{}", was.name);
     let mut retyped = Vec::new();
@@ -389,7 +381,7 @@ fn column_changed(
     }
 }
 
-fn complete_add(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
+fn complete_add(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     let flagged =
         found.0.iter().any(|d| d.rule == rule::COLUMNS_ADDED && d.verdict == Verdict::NeedsNewVersion);
     if let (Ok(()), Err(e), false) = (&old.complete_add, &new.complete_add, flagged) {
@@ -402,7 +394,7 @@ fn complete_add(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
     }
 }
 
-fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
+fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for (name, index) in &new.indexes {
         let subject = format!("index {name}");
         match old.indexes.get(name) {
@@ -447,7 +439,7 @@ fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
     }
 }
 
-fn settings(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
+fn settings(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for key in new.keys.difference(&old.keys) {
         found.add(rule::SETTINGS, Verdict::Allowed, format!("ukue_meta key {key}"), "added");
         found.last_note(format!(
@@ -465,7 +457,7 @@ fn settings(old: &Snapshot, new: &Snapshot, found: &mut Differences) {
     }
 }
 
-fn steps(old: &Snapshot, new: &Snapshot, checked: &coverage::Coverage, found: &mut Differences) {
+fn steps(old: &Snapshot, new: &Snapshot, checked: &coverage::Coverage, found: &mut Findings) {
     let cases_of = |section: &str| -> Vec<Check> {
         let mut cases: Vec<Check> = Vec::new();
         for r in checked.rules.iter().filter(|r| r.rule.section == section) {
@@ -530,7 +522,7 @@ mod tests {
     #[test]
     fn the_page_against_itself_has_no_difference() {
         let same = judge(FORMAT_MD);
-        assert_eq!(same.differences, [], "{same:?}");
+        assert_eq!(same.findings, [], "{same:?}");
         assert!(!same.breaks());
     }
 
@@ -540,7 +532,7 @@ mod tests {
         let rename = judge(&FORMAT_MD.replacen("  last_error   TEXT,", "  error        TEXT,", 1));
         assert!(rename.breaks());
         let rules: Vec<(&str, Verdict, &str)> =
-            rename.differences.iter().map(|d| (d.rule, d.verdict, d.change.as_str())).collect();
+            rename.findings.iter().map(|d| (d.rule, d.verdict, d.change.as_str())).collect();
         assert_eq!(rules[0], (rule::COLUMNS_CHANGED, Verdict::NeedsNewVersion, "renamed to error"));
 
         let tags = judge(&FORMAT_MD.replacen(
@@ -550,19 +542,19 @@ mod tests {
             1,
         ));
         assert!(!tags.breaks(), "{tags:?}");
-        assert_eq!(tags.differences.len(), 1, "{tags:?}");
+        assert_eq!(tags.findings.len(), 1, "{tags:?}");
         assert_eq!(
-            (tags.differences[0].rule, tags.differences[0].verdict),
+            (tags.findings[0].rule, tags.findings[0].verdict),
             (rule::COLUMNS_ADDED, Verdict::Allowed)
         );
-        assert!(tags.differences[0]
+        assert!(tags.findings[0]
             .note
             .as_deref()
             .is_some_and(|n| n.contains("ALTER TABLE ukue_jobs ADD COLUMN")));
 
         let fewer = judge(&FORMAT_MD.replacen("NOT NULL DEFAULT 10 CHECK", "NOT NULL DEFAULT 5 CHECK", 1));
         assert!(fewer.breaks());
-        let d = &fewer.differences[0];
+        let d = &fewer.findings[0];
         assert_eq!(
             (d.rule, d.subject.as_str(), d.change.as_str()),
             (rule::DEFAULTS, "ukue_jobs.max_attempts", "default 10 → 5")
