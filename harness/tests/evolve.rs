@@ -236,3 +236,63 @@ fn patches_apply_after_unrelated_edits_and_say_when_they_do_not() {
     let error = apply(&edit, &touched).unwrap_err();
     assert!(error.starts_with("default-changed.patch, hunk 1, no longer applies"), "{error}");
 }
+
+/// The script of .github/workflows/format-change.yml's step `name`: the
+/// lines of its `run: |` block, unindented.
+fn workflow_step(name: &str) -> String {
+    let workflow = std::fs::read_to_string(repo().join(".github/workflows/format-change.yml")).unwrap();
+    let lines: Vec<&str> = workflow.lines().collect();
+    let step = lines.iter().position(|l| l.trim() == format!("- name: {name}")).expect("the step");
+    let run = step + lines[step..].iter().position(|l| l.trim() == "run: |").expect("its run block");
+    let indent = lines[run + 1].len() - lines[run + 1].trim_start().len();
+    lines[run + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The example workflow's script, run as a pull request's job would run
+/// it: in a clone whose target branch (`origin/main`) has the page as it
+/// is, and whose own page renames a column. It fails the job and leaves the
+/// Markdown verdict in the job summary.
+#[test]
+fn the_workflow_puts_the_verdict_in_the_job_summary() {
+    if !support::have("git") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let clone = dir.path().join("clone");
+    std::fs::create_dir_all(clone.join("spec")).unwrap();
+    std::fs::create_dir_all(clone.join("target/release")).unwrap();
+    std::os::unix::fs::symlink(conformance(), clone.join("target/release/ukue-conformance")).unwrap();
+    let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
+    std::fs::write(clone.join("spec/FORMAT.md"), &page).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git").args(args).current_dir(&clone).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "spec/FORMAT.md"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"]);
+    git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    let edit = catalogue().into_iter().find(|e| e.name == "column-renamed").unwrap();
+    std::fs::write(clone.join("spec/FORMAT.md"), applied(&edit, &page)).unwrap();
+    let summary = dir.path().join("summary.md");
+    let out = Command::new("bash")
+        .args(["-eo", "pipefail", "-c", &workflow_step("Judge the edit of FORMAT.md")])
+        .current_dir(&clone)
+        .env("BASE", "main")
+        .env("RUNNER_TEMP", dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.starts_with("### ❌ FORMAT.md: BREAKS the promise of version 1"), "{summary}");
+    assert!(
+        summary.contains("| needs a new version | §2.4.3 Columns removed, renamed or retyped |"),
+        "{summary}"
+    );
+}
