@@ -323,20 +323,15 @@ fn column_changed(
     found: &mut Findings,
 ) {
     let subject = format!("{table}.{}", was.name);
-    let mut retyped = Vec::new();
-    if was.declared_type != is.declared_type {
-        retyped.push(format!("type {} → {}", was.declared_type, is.declared_type));
-    }
-    if was.not_null != is.not_null {
-        retyped.push(if is.not_null { "made NOT NULL" } else { "may now be NULL" }.to_string());
-    }
-    if was.primary_key != is.primary_key {
-        retyped.push(format!("primary key place {} → {}", was.primary_key, is.primary_key));
-    }
-    if was.autoincrement != is.autoincrement {
-        retyped
-            .push(if is.autoincrement { "AUTOINCREMENT added" } else { "AUTOINCREMENT dropped" }.to_string());
-    }
+    let retyped: Vec<String> = [
+        arrow("type", &was.declared_type, &is.declared_type),
+        toggled(was.not_null, is.not_null, "made NOT NULL", "may now be NULL"),
+        arrow("primary key place", &was.primary_key, &is.primary_key),
+        toggled(was.autoincrement, is.autoincrement, "AUTOINCREMENT added", "AUTOINCREMENT dropped"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if !retyped.is_empty() {
         found.add(rule::COLUMNS_CHANGED, Verdict::NeedsNewVersion, subject.clone(), retyped.join(", "));
     }
@@ -381,6 +376,16 @@ fn column_changed(
     }
 }
 
+/// `what was → is`, when the two differ.
+fn arrow<T: PartialEq + std::fmt::Display + ?Sized>(what: &str, was: &T, is: &T) -> Option<String> {
+    (was != is).then(|| format!("{what} {was} → {is}"))
+}
+
+/// What turning a flag on or off did, when it did.
+fn toggled(was: bool, is: bool, on: &str, off: &str) -> Option<String> {
+    (was != is).then(|| if is { on } else { off }.to_string())
+}
+
 fn complete_add(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     let flagged =
         found.0.iter().any(|d| d.rule == rule::COLUMNS_ADDED && d.verdict == Verdict::NeedsNewVersion);
@@ -410,25 +415,22 @@ fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
                 ));
             }
             Some(before) if before != index => {
-                let mut how = Vec::new();
-                if before.columns != index.columns {
-                    let cols = |c: &[(String, bool, String)]| {
-                        c.iter()
-                            .map(|(n, desc, _)| if *desc { format!("{n} DESC") } else { n.clone() })
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    };
-                    how.push(format!("columns ({}) → ({})", cols(&before.columns), cols(&index.columns)));
-                }
-                if before.partial != index.partial {
-                    how.push(format!("WHERE {:?} → {:?}", before.partial, index.partial));
-                }
-                if before.unique != index.unique {
-                    how.push(if index.unique { "made UNIQUE" } else { "no longer UNIQUE" }.to_string());
-                }
-                if before.table != index.table {
-                    how.push(format!("table {} → {}", before.table, index.table));
-                }
+                let cols = |c: &[(String, bool, String)]| {
+                    let shown: Vec<String> = c
+                        .iter()
+                        .map(|(n, desc, _)| if *desc { format!("{n} DESC") } else { n.clone() })
+                        .collect();
+                    format!("({})", shown.join(", "))
+                };
+                let how: Vec<String> = [
+                    arrow("columns", &cols(&before.columns), &cols(&index.columns)),
+                    arrow("WHERE", &format!("{:?}", before.partial), &format!("{:?}", index.partial)),
+                    toggled(before.unique, index.unique, "made UNIQUE", "no longer UNIQUE"),
+                    arrow("table", &before.table, &index.table),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
                 found.add(rule::INDEXES, Verdict::NeedsNewVersion, subject, how.join(", "));
             }
             Some(_) => {}
