@@ -26,13 +26,16 @@
 //!   [`subjects::driver::ReferenceDriver`]: the reference behind the
 //!   step-driver protocol (the library's `ukue::worker::Handler` runs a job).
 //! - [`subjects::observe::file::Row`]: a row of `ukue_jobs`, read one way.
+//! - [`spec::evolve::Finding`]: a difference between two versions of
+//!   FORMAT.md, with its rule and verdict (the differential cases'
+//!   `Difference` is where a subject first did otherwise than the reference).
 //! - [`check::model::Allowed`]: what the model allows an op to answer;
 //!   [`subjects::observe::strace::CallOutcome`]: how a traced call ended;
 //!   [`cases::manifest::RefusalOutcome`]: what a refused fixture must do.
 //! - [`subjects::observe::strace::TracedRun`]: a command run under strace;
 //!   [`explore::run::ModelRun`]: a model run in progress.
 
-/// Spec: FORMAT.md (embedded once, by the library) read as rules (sections, MUST and SHOULD sentences), which cases check each, CONFORMANCE.md.
+/// Spec: FORMAT.md (embedded once, by the library) read as rules (sections, MUST and SHOULD sentences), which cases check each, CONFORMANCE.md; two versions of FORMAT.md judged by its §2.4 (`evolve`).
 pub mod spec;
 
 /// Generate: the [`Case`](cases::Case) type, every case by family, fixtures as data.

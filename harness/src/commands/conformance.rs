@@ -14,6 +14,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::compare::{self, CompareArgs};
 use super::coverage::{self, CoverageArgs};
+use super::evolve::{self, EvolveArgs};
 use super::mutation_score;
 use super::shard::{self, MergeArgs, ShardArgs};
 use crate::cases::{self, Case};
@@ -553,6 +554,10 @@ pub enum ModelCommand {
     Merge(MergeArgs),
     /// List every rule of FORMAT.md with the cases that check it; the gaps
     Coverage(CoverageArgs),
+    /// Judge an edit of FORMAT.md by the format's promise (its §2.4): each
+    /// difference allowed within version 1, needing a new version, or
+    /// changing a step
+    Evolve(EvolveArgs),
     /// Run the cases against several implementations (or read their saved
     /// reports) and show the verdicts side by side, the differences first
     Compare(Box<CompareArgs>),
@@ -636,6 +641,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => ("replay", args.driver.as_deref()),
         ModelCommand::Merge(_) => ("merge", None),
         ModelCommand::Coverage(_) => ("coverage", None),
+        ModelCommand::Evolve(_) => ("evolve", None),
         ModelCommand::Compare(_) => ("compare", None),
         ModelCommand::Mutants(_) => ("mutants", None),
     };
@@ -651,6 +657,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
+        ModelCommand::Evolve(args) => evolve::run(args),
         ModelCommand::Compare(args) => compare::compare(*args),
         ModelCommand::Mutants(args) if args.score.run_cases => mutation_score::run(args.score),
         ModelCommand::Mutants(args) => print_mutants(args),

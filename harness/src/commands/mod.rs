@@ -10,6 +10,8 @@
 //! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
 //! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
 //!   the cases that check them;
+//! - [`evolve`]: the runner's `evolve`, an edit of FORMAT.md judged by
+//!   the format's promise;
 //! - [`compare`]: the runner's `compare`, implementations side by side;
 //! - [`mutation_score`]: the runner's `mutants --run-cases`, the cases
 //!   judged by the mutants they kill.
@@ -24,6 +26,7 @@
 //! [`driver`]: crate::commands::driver
 //! [`shard`]: crate::commands::shard
 //! [`coverage`]: crate::commands::coverage
+//! [`evolve`]: crate::commands::evolve
 //! [`compare`]: crate::commands::compare
 //! [`mutation_score`]: crate::commands::mutation_score
 
@@ -32,6 +35,7 @@ pub mod compare;
 pub mod conformance;
 pub mod coverage;
 pub mod driver;
+pub mod evolve;
 pub mod mutation_score;
 pub mod probe;
 pub mod shard;

@@ -5,9 +5,10 @@
 //! names the rule it checks (a section such as `5.4`, or an item such as
 //! `work.concurrency`), so that a report can show its heading and text;
 //! [`coverage`] says which cases check which rule, by CONFORMANCE.md's
-//! tables.
+//! tables; [`evolve`] judges an edit of FORMAT.md by the format's promise.
 
 pub mod coverage;
+pub mod evolve;
 pub mod items;
 pub mod rules;
 

@@ -162,15 +162,14 @@ fn section_start(line: &str) -> Option<(String, Option<String>, String)> {
     Some((number.to_string(), title.map(str::to_string), rest.to_string()))
 }
 
-/// `5` or `5.4` (`5.4` only, when `dotted`): digits, at most one dot.
+/// `5`, `5.4` or `2.4.1` (when `dotted`, not `5`): digits, at most two
+/// dots. A heading is never three deep; a paragraph may be, for the rules
+/// of a numbered paragraph (`2.4.1` under `2.4`).
 fn is_number(text: &str, dotted: bool) -> bool {
-    let mut parts = text.split('.');
-    let whole = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
-    let first = whole(parts.next());
-    match parts.next() {
-        None => first && !dotted,
-        Some(minor) => first && whole(Some(minor)) && parts.next().is_none(),
-    }
+    let parts: Vec<&str> = text.split('.').collect();
+    let digits = parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    let deepest = if dotted { 3 } else { 2 };
+    digits && parts.len() <= deepest && (parts.len() > 1 || !dotted)
 }
 
 /// A title for an untitled section: its first sentence, or its first words.
@@ -288,13 +287,16 @@ mod tests {
         | a | MUST |\n\n\
         ### 1.3. Claim\n\n\
         Every program MUST:\n1. change a job only with its token;\n2. commit.\n\n\
-        4. **Pick** MUST take the highest priority, then the id. The token MUST be fresh.\n";
+        4. **Pick** MUST take the highest priority, then the id. The token MUST be fresh.\n\n\
+        1.3.1. **Order.** Ties go to the smallest id.\n";
 
     #[test]
     fn sections_are_headings_and_numbered_paragraphs() {
         let found = sections(PAGE);
         let numbers: Vec<&str> = found.iter().map(|s| s.number.as_str()).collect();
-        assert_eq!(numbers, ["1", "1.1", "1.2", "1.3"]);
+        assert_eq!(numbers, ["1", "1.1", "1.2", "1.3", "1.3.1"]);
+        assert_eq!(found[4].title.as_deref(), Some("Order"), "a paragraph's rules are sections too");
+        assert!(!found[3].text.contains("smallest id"), "a section's text ends where its rules start");
         assert_eq!(found[1].title.as_deref(), Some("SQLite"));
         assert_eq!(found[2].title, None);
         assert_eq!(found[3].title.as_deref(), Some("Claim"));
