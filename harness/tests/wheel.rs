@@ -83,7 +83,7 @@ fn build_wheel(out: &Path) -> (PathBuf, Duration) {
     let started = Instant::now();
     // Niced: the build takes minutes of both cores, beside the other tests.
     let built = Command::new("nice")
-        .args(["-n", "10", "maturin", "build", "--release", "--zig", "--compatibility", "manylinux_2_17"])
+        .args(["-n", "10", "maturin", "build", "--release", "--zig"])
         .arg("--out")
         .arg(out)
         .current_dir(repo())
