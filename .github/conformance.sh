@@ -9,7 +9,11 @@
 #   UKUE_ARGS                more arguments for ukue-conformance (split on spaces)
 #   UKUE_OUT                 where the reports go (default: ukue-conformance-report)
 #   UKUE_RUNNER              the ukue-conformance to run (default: the one on PATH,
-#                            else `cargo install --path harness` from this repository)
+#                            else one installed as UKUE_INSTALL says)
+#   UKUE_INSTALL             wheel (default): pip installs UKUE_PACKAGE into a venv;
+#                            cargo: `cargo install --path harness` from this repository
+#   UKUE_PACKAGE             what pip installs (default: ukue-conformance==VERSION,
+#                            harness/Cargo.toml's version); a wheel's path or URL works
 # Writes $UKUE_OUT/report.json (one JSON object a case: `ukue-conformance
 # merge` joins shards), junit.xml, and report.html when the runner has
 # --html; prints the summary; exits with the runner's status.
@@ -25,11 +29,25 @@ if [[ -z $runner ]]; then
     runner=$(command -v ukue-conformance || true)
 fi
 if [[ -z $runner ]]; then
-    # cargo install puts every harness binary (the runner, ukue-probe and
-    # the reference ukue-reference beside it) in one bin directory;
-    # fixtures and add_job.py are inside.
+    # Either way the runner, ukue-probe and the reference ukue-reference end
+    # up in one bin directory; fixtures and add_job.py are inside the runner.
     root=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ukue-conformance
-    cargo install --locked --path "$here/harness" --root "$root"
+    case ${UKUE_INSTALL:-wheel} in
+    wheel)
+        # The runner of the version this script came with, so that the
+        # action at a tag runs that tag's suite.
+        version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/harness/Cargo.toml" | head -n 1)
+        python3 -m venv "$root"
+        "$root/bin/python" -m pip install --quiet --disable-pip-version-check "${UKUE_PACKAGE:-ukue-conformance==$version}"
+        ;;
+    cargo)
+        cargo install --locked --path "$here/harness" --root "$root"
+        ;;
+    *)
+        echo "UKUE_INSTALL is wheel or cargo, not ${UKUE_INSTALL}" >&2
+        exit 2
+        ;;
+    esac
     runner=$root/bin/ukue-conformance
 fi
 

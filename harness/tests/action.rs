@@ -1,5 +1,6 @@
 //! The composite action's script (.github/conformance.sh, which action.yml
-//! runs) against the reference: a shard's reports and the runner's status.
+//! runs) against the reference: a shard's reports and the runner's status;
+//! action.yml and the workflows parsed, and the workflows linted.
 
 mod support;
 
@@ -79,9 +80,61 @@ fn the_action_runs_the_script_with_its_inputs() {
     {
         assert!(action.contains(needed), "action.yml lacks {needed}");
     }
-    for input in ["impl", "partition", "expected-failures", "strict"] {
+    for input in ["impl", "partition", "expected-failures", "strict", "install", "package"] {
         assert!(action.contains(&format!("\n  {input}:\n")), "action.yml lacks the input {input}");
         let env = format!("UKUE_{}: ${{{{ inputs.{input} }}}}", input.to_uppercase().replace('-', "_"));
         assert!(action.contains(&env), "action.yml does not pass {input} to the script ({env})");
     }
+}
+
+/// YAML that parses, as GitHub reads it: a file of `key: value` whose
+/// mistakes (a tab, a bad indent, an unquoted `: `) otherwise show only on
+/// GitHub, after a push.
+fn yaml(path: &Path) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn the_action_and_the_workflows_parse_and_pass_actionlint() {
+    let action = yaml(&repo().join("action.yml"));
+    assert_eq!(action["runs"]["using"], "composite");
+    assert_eq!(action["inputs"]["install"]["default"], "wheel", "the action installs the wheel by default");
+    let steps = action["runs"]["steps"].as_sequence().expect("the action's steps");
+    assert!(
+        steps.iter().all(|s| s.get("run").is_none() || s.get("shell").is_some()),
+        "a composite run step needs a shell"
+    );
+
+    let release = repo().join(".github/workflows/release.yml");
+    let workflow = yaml(&release);
+    let targets: Vec<&str> = workflow["jobs"]["build"]["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .expect("the build matrix")
+        .iter()
+        .filter_map(|t| t["target"].as_str())
+        .collect();
+    for target in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "aarch64-apple-darwin",
+        "x86_64-apple-darwin",
+    ] {
+        assert!(targets.contains(&target), "release.yml builds no wheel for {target}: {targets:?}");
+    }
+    assert!(
+        workflow["on"]["push"]["tags"].as_sequence().is_some_and(|t| !t.is_empty()),
+        "release.yml runs on a tag"
+    );
+
+    if !have("actionlint") {
+        return;
+    }
+    let out = Command::new("actionlint").arg(&release).current_dir(repo()).output().expect("actionlint runs");
+    assert!(
+        out.status.success(),
+        "actionlint: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -53,16 +53,21 @@ pub enum Format {
     Json,
 }
 
+/// What `--version` prints: the suite's version and the format version its
+/// cases judge, the two things a CI log needs to say which suite ran.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (ukue file format 1)");
+
 /// Runs the ukue conformance suite against a program with the ukue command line.
 #[derive(Debug, Parser)]
-#[command(name = "ukue-conformance", version)]
+#[command(name = "ukue-conformance", version = VERSION)]
 pub struct ConformanceArgs {
     /// With no subcommand: run the suite. `model` and `replay` are the
     /// model-based runs against a step driver; `compare` runs it against
     /// several implementations side by side.
     #[command(subcommand)]
     pub command: Option<ModelCommand>,
-    /// The implementation under test (default: the `ukue` beside this binary)
+    /// The implementation under test (default: the `ukue` beside this
+    /// binary, else the reference `ukue-reference` beside it)
     #[arg(long = "impl", value_name = "PATH")]
     pub implementation: Option<PathBuf>,
     #[command(flatten)]
@@ -247,7 +252,12 @@ fn subjects(
 ) -> Result<(Subjects, Option<PathBuf>, Option<String>)> {
     let implementation = match implementation {
         Some(p) => absolute(p)?,
-        None => beside_me("ukue").context("no `ukue` beside ukue-conformance; name one with --impl")?,
+        // Installed (from the wheel, or by `cargo install`), the runner has
+        // the reference beside it but no `ukue`: a bare run checks that.
+        None => beside_me("ukue")
+            .or_else(|| beside_me(REFERENCE))
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .context("no `ukue` or `ukue-reference` beside ukue-conformance; name one with --impl")?,
     };
     let reference = match &args.reference {
         Some(p) => Some(absolute(p)?),
@@ -463,6 +473,7 @@ pub fn run_suite(
             .then(|| crate::subjects::version(&subjects.reference))
             .flatten(),
         no_reference,
+        probe: Some(subjects.probe.display().to_string()),
         runner: format!("ukue-conformance {}", env!("CARGO_PKG_VERSION")),
         seed,
         machine: RunInfo::machine(),
@@ -817,5 +828,13 @@ mod tests {
         assert_eq!(parsed.get("refusal/empty-file").map(String::as_str), Some("we create it"));
         assert!(parsed.contains_key("steps/x"));
         assert_eq!(parsed.len(), 2);
+    }
+
+    /// VERSION spells the format version out (concat! takes no constant):
+    /// a new format version in the library has to change it too.
+    #[test]
+    fn the_version_names_the_format_the_library_implements() {
+        assert!(VERSION.starts_with(env!("CARGO_PKG_VERSION")), "{VERSION}");
+        assert!(VERSION.ends_with(&format!(" (ukue file format {})", ukue::FORMAT_VERSION)), "{VERSION}");
     }
 }

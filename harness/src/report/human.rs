@@ -103,6 +103,9 @@ impl Reporter for Human {
             run.implementation, run.seed
         ));
         self.say(format!("reference: {}", run.reference_text()));
+        if let Some(probe) = &run.probe {
+            self.say(format!("probe: {probe}"));
+        }
         self.bar.set_length(total as u64);
         self.bar.set_position(0);
         self.bar.enable_steady_tick(Duration::from_millis(200));

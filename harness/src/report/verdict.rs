@@ -121,6 +121,10 @@ pub struct RunInfo {
     /// subject itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_reference: Option<String>,
+    /// The `ukue-probe` the `work` cases run: beside the runner unless
+    /// `--probe` names one, so a report shows which install it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
     /// `ukue-conformance VERSION`.
     pub runner: String,
     pub seed: u64,
