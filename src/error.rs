@@ -64,7 +64,8 @@ pub enum Refusal {
         path: PathBuf,
         /// The file's version.
         found: i64,
-        /// The newest version this library knows, [`FORMAT_VERSION`].
+        /// The newest version this program knows: its page's
+        /// ([`FORMAT_VERSION`] for the builtin one).
         known: i64,
     },
 }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use crate::busy;
 use crate::clock::{Clock, SystemClock};
-use crate::error::{Error, Refusal, Result, FORMAT_VERSION};
+use crate::error::{Error, Refusal, Result};
 use crate::file::Ukue;
 use crate::spec::{Spec, Stmt};
 
@@ -206,8 +206,9 @@ impl Checker<'_> {
         let value = value.ok_or(Refusal::MissingVersion { path: path.clone() })?;
         let version =
             parse_version(&value).ok_or_else(|| Refusal::BadVersion { path: path.clone(), value })?;
-        if version > FORMAT_VERSION {
-            return Err(Refusal::NewerVersion { path, found: version, known: FORMAT_VERSION }.into());
+        let known = self.spec.version();
+        if version > known {
+            return Err(Refusal::NewerVersion { path, found: version, known }.into());
         }
         Ok(())
     }
@@ -262,7 +263,7 @@ impl Checker<'_> {
         }
         let mut insert = self.conn.prepare_cached(self.spec.sql(Stmt::InsertMeta))?;
         for (key, value) in [
-            ("format_version", FORMAT_VERSION.to_string()),
+            ("format_version", self.spec.version().to_string()),
             ("created_at", now.to_string()),
             ("created_by", created_by.to_string()),
         ] {

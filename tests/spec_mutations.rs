@@ -870,6 +870,11 @@ fn mutations_of_the_schema_and_connection_are_caught() {
 fn an_edited_format_md_is_loaded_and_caught() {
     let page = ukue::spec::FORMAT_MD;
     assert_eq!(Spec::from_markdown(page).expect("the builtin page"), *Spec::builtin());
+    assert_eq!(
+        Spec::builtin().version(),
+        ukue::FORMAT_VERSION,
+        "the page's §2.1 and FORMAT_VERSION disagree"
+    );
     for (from, to) in [
         ("ORDER BY run_at, id LIMIT 1", "ORDER BY id LIMIT 1"),
         ("max_attempts INTEGER NOT NULL DEFAULT 10", "max_attempts INTEGER NOT NULL DEFAULT 5"),

@@ -256,7 +256,9 @@ fn workflow_step(name: &str) -> String {
 /// The example workflow's script, run as a pull request's job would run
 /// it: in a clone whose target branch (`origin/main`) has the page as it
 /// is, and whose own page renames a column. It fails the job and leaves the
-/// Markdown verdict in the job summary.
+/// Markdown verdict in the job summary: the text's, and the programs'. The
+/// target branch's reference is found built in the clone's cache (the
+/// reference of this build), so that the test does not build one.
 #[test]
 fn the_workflow_puts_the_verdict_in_the_job_summary() {
     if !support::have("git") {
@@ -277,6 +279,12 @@ fn the_workflow_puts_the_verdict_in_the_job_summary() {
     git(&["add", "spec/FORMAT.md"]);
     git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"]);
     git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&clone).output().unwrap();
+    let cached =
+        clone.join(format!("target/evolve-base/{}-release", String::from_utf8_lossy(&head.stdout).trim()));
+    std::fs::create_dir_all(&cached).unwrap();
+    std::fs::copy(support::reference(), cached.join("ukue")).unwrap();
+    std::fs::write(cached.join("FORMAT.md"), &page).unwrap();
     let edit = catalogue().into_iter().find(|e| e.name == "column-renamed").unwrap();
     std::fs::write(clone.join("spec/FORMAT.md"), applied(&edit, &page)).unwrap();
     let summary = dir.path().join("summary.md");
@@ -295,4 +303,172 @@ fn the_workflow_puts_the_verdict_in_the_job_summary() {
         summary.contains("| needs a new version | §2.4.3 Columns removed, renamed or retyped |"),
         "{summary}"
     );
+    assert!(summary.contains("### ✅ Old and new programs on one file"), "{summary}");
+    assert!(summary.contains("| `old-files`: ") && summary.contains("| `new-files`: "), "{summary}");
+}
+
+/// A new program: the reference running `page` whole (ukue-broken with
+/// `UKUE_BROKEN_PAGE`), adding the page's columns to older files when
+/// `upgrade` says so; a script in `dir`, so that a replay line names it.
+fn page_program(dir: &Path, name: &str, page: &str, upgrade: bool) -> PathBuf {
+    let page_path = dir.join(format!("{name}.md"));
+    std::fs::write(&page_path, page).unwrap();
+    program(
+        dir,
+        name,
+        &format!("UKUE_BROKEN_PAGE={} UKUE_BROKEN_UPGRADE={}", page_path.display(), u8::from(upgrade)),
+    )
+}
+
+/// `env ukue-broken "$@"` as a script named `name` in `dir`.
+fn program(dir: &Path, name: &str, env: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{env} exec {} \"$@\"\n", support::broken().display())).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `evolve --old-impl old --new-impl new`, with fewer kills than a default
+/// run's, as the tests' runs of the crash family are.
+fn run_programs(old: &Path, new: &Path, extra: &[&str]) -> (i32, String, String) {
+    let out = Command::new(conformance())
+        .args(["evolve", "--old-impl"])
+        .arg(old)
+        .arg("--new-impl")
+        .arg(new)
+        .args(["--seed", "33", "--crash-kills", "24"])
+        .args(extra)
+        .output()
+        .expect("ukue-conformance runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// The lines of a human report that run a case again.
+fn replay_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("to replay"))
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Issue 33's "Done when", with the reference running an edited page as
+/// the new release: a release whose page adds a column with a default and
+/// writes it in `add` shares files both ways with the reference when it
+/// adds the column to older files; the same release that forgets older
+/// files lack it fails, in the direction of the old program's files, with
+/// a replay line that fails again. The text alone finds nothing wrong.
+#[test]
+fn a_release_that_adds_a_column_must_handle_old_files_and_the_run_says_which_way_it_fails() {
+    let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
+    let edit = catalogue().into_iter().find(|e| e.name == "column-added-and-used").unwrap();
+    let edited = applied(&edit, &page);
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text, _) = evolve(dir.path(), &page, &edited, "human");
+    assert_eq!(code, 0, "the text alone lets it through: {text}");
+
+    let upgrades = page_program(dir.path(), "new-upgrades", &edited, true);
+    let (code, stdout, stderr) = run_programs(&support::reference(), &upgrades, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("old-files: 7 passed") && stdout.contains("new-files: 7 passed"), "{stdout}");
+    assert!(stdout.contains("share their files both ways"), "{stdout}");
+
+    let forgets = page_program(dir.path(), "new-forgets", &edited, false);
+    let (code, stdout, stderr) = run_programs(&support::reference(), &forgets, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("do not share their files: old-files fails"), "{stdout}");
+    assert!(stdout.contains("new-files: 7 passed, 0 skipped, 0 failed"), "{stdout}");
+    assert!(stdout.contains("has no column named tags"), "the failure says why: {stdout}");
+    let replays = replay_lines(&stdout);
+    assert!(
+        !replays.is_empty()
+            && replays
+                .iter()
+                .all(|l| l.contains(" evolve --old-impl ") && l.contains("--direction old-files --cases '")),
+        "{replays:?}"
+    );
+    let again = Command::new("sh").args(["-c", &replays[0]]).output().unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "the replay fails again: {}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+}
+
+/// A raised version keeps the programs apart: the reference refuses the
+/// new release's files, byte for byte, and the release works the old
+/// files. An old program that takes any version for 1 fails the new
+/// files' direction; a release of version 2 that renames a column but
+/// still opens version 1 files (and cannot work them) fails the old ones'.
+#[test]
+fn a_raised_version_is_refused_by_the_old_program_and_met_by_the_new_one() {
+    let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let raised = page.replacen("This page is\nversion `1`.", "This page is\nversion `2`.", 1);
+    assert_ne!(raised, page, "§2.1's words moved: find the version another way");
+    let v2 = page_program(dir.path(), "new-v2", &raised, true);
+    let (code, stdout, stderr) = run_programs(&support::reference(), &v2, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("format_version 1") && stdout.contains("format_version 2"), "{stdout}");
+    assert!(stdout.contains("works the old program's files") && stdout.contains("kept apart"), "{stdout}");
+
+    let accepts = program(dir.path(), "old-accepts", "UKUE_BROKEN=accepts-version-2");
+    let (code, stdout, stderr) = run_programs(&accepts, &v2, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("FAIL evolve/old-refuses-new-file") && stdout.contains("new-files fails"),
+        "{stdout}"
+    );
+
+    let rename = catalogue().into_iter().find(|e| e.name == "rename-with-version-2").unwrap();
+    let renamed = page_program(dir.path(), "new-renamed", &applied(&rename, &page), true);
+    let (code, stdout, stderr) = run_programs(&support::reference(), &renamed, &["--direction", "old-files"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    // Its `work` reports each failed claim and goes on, so the case ends
+    // at its deadline.
+    assert!(stdout.contains("TIMEOUT evolve/new-meets-old-file (must)"), "{stdout}");
+    assert!(
+        stdout.contains("works the old program's files") && stdout.contains("old-files fails"),
+        "{stdout}"
+    );
+}
+
+/// `--base REV` builds the reference of a revision of this checkout (here
+/// HEAD, with the `dev` profile, to be quick) into target/evolve-base/, and
+/// runs it as the old program beside the current build, both ways; the
+/// page of that revision is the old page.
+#[test]
+fn base_builds_a_revision_s_reference_and_runs_it_beside_the_current_build() {
+    let repo = repo();
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&repo).output();
+    let Some(head) = head.ok().filter(|o| o.status.success()) else {
+        eprintln!("SKIP: {} is not a git checkout with a HEAD", repo.display());
+        return;
+    };
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    support::reference();
+    let out = Command::new(conformance())
+        .args(["evolve", "--base", "HEAD", "--base-profile", "dev", "--cases", "interop/*", "--seed", "7"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let built = repo.join(format!("target/evolve-base/{head}-dev"));
+    assert!(built.join("ukue").is_file() && built.join("FORMAT.md").is_file(), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "{}/FORMAT.md → {}",
+            built.display(),
+            repo.join("spec/FORMAT.md").display()
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("programs: old {}", built.join("ukue").display())), "{stdout}");
+    assert!(stdout.contains("old-files: 2 passed") && stdout.contains("new-files: 2 passed"), "{stdout}");
 }

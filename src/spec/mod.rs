@@ -26,6 +26,9 @@ pub const FORMAT_MD: &str = include_str!("../../spec/FORMAT.md");
 /// The statements of one version of FORMAT.md, by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
+    /// The format version the page names (§2.1), which the reference
+    /// writes into the files it makes and refuses files above.
+    version: i64,
     sql: BTreeMap<Stmt, String>,
     examples: Vec<String>,
     invariants: Vec<Invariant>,
@@ -90,7 +93,13 @@ impl Spec {
         if invariants.is_empty() {
             return Err(Error::Spec("FORMAT.md has no invariant blocks (§7)".to_string()));
         }
-        Ok(Spec { sql, examples, invariants })
+        Ok(Spec { version: page_version(markdown)?, sql, examples, invariants })
+    }
+
+    /// The format version the page names: "This page is version `N`"
+    /// (§2.1). The builtin page's is [`FORMAT_VERSION`](crate::FORMAT_VERSION).
+    pub fn version(&self) -> i64 {
+        self.version
     }
 
     /// The SQL text of one statement.
@@ -143,4 +152,21 @@ impl Spec {
         copy.sql.insert(stmt, text.into());
         copy
     }
+}
+
+/// The version §2.1 names, in words that may wrap across lines.
+fn page_version(markdown: &str) -> Result<i64, Error> {
+    const PHRASE: &str = "This page is version `";
+    let words = markdown.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut found = words.match_indices(PHRASE).map(|(at, _)| &words[at + PHRASE.len()..]);
+    let version = found
+        .next()
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|digits| digits.parse::<i64>().ok())
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| Error::Spec(format!("FORMAT.md does not say \"{PHRASE}N`\" (§2.1)")))?;
+    if found.next().is_some() {
+        return Err(Error::Spec(format!("FORMAT.md says \"{PHRASE}\" twice")));
+    }
+    Ok(version)
 }

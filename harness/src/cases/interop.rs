@@ -66,7 +66,7 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// Who adds the jobs of a hand-off case.
-enum Producer {
+pub(super) enum Producer {
     Program(Subject),
     Python,
 }
@@ -89,7 +89,7 @@ fn payload(ctx: &mut Ctx, i: usize) -> String {
 /// The file is made by `maker`'s `init`; `producer` adds the jobs (one
 /// process at a time, or `--processes` of them at once); `worker`'s `work`
 /// must run each exactly once with its payload.
-fn hand_off(ctx: &mut Ctx, maker: &Subject, producer: Producer, worker: &Subject) -> CaseResult {
+pub(super) fn hand_off(ctx: &mut Ctx, maker: &Subject, producer: Producer, worker: &Subject) -> CaseResult {
     let file = ctx.tracked_file("shared.ukue");
     ctx.ok(maker, &["init", path_str(&file)])?;
     let processes = ctx.processes.unwrap_or(1);

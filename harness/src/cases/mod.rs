@@ -21,6 +21,7 @@ mod concurrency;
 mod crash;
 mod differential;
 mod durability;
+pub mod evolve;
 mod format;
 mod http;
 mod interop;

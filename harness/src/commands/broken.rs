@@ -3,7 +3,9 @@
 //! (crate::subjects::broken), with a flawed `serve`
 //! (crate::subjects::broken_serve), with an `add` of its own
 //! (`ADD_BUGS`), or with an edit of the command line (`CLI_BUGS`). The
-//! conformance tests show that the suite fails each one.
+//! conformance tests show that the suite fails each one. With
+//! `UKUE_BROKEN_PAGE=FORMAT.md` instead it runs that page whole
+//! (crate::subjects::page), as a release built from it would.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -17,9 +19,12 @@ use ukue::OpenOptions;
 use crate::subjects::broken::{self, CliEdit, ServeFlaw};
 use crate::subjects::broken_cli::run_edited;
 use crate::subjects::broken_serve::serve_flawed;
-use crate::subjects::mutants;
+use crate::subjects::{mutants, page};
 
 pub fn main() -> ExitCode {
+    if let Some(path) = std::env::var_os(page::PAGE) {
+        return run_page(std::path::Path::new(&path));
+    }
     let name = std::env::var("UKUE_BROKEN").unwrap_or_default();
     if let Some(bug) = broken::cli_bug(&name) {
         let edit = bug.edit;
@@ -64,6 +69,28 @@ pub fn main() -> ExitCode {
     main_with(move |command, out| match command {
         Cmd::Serve(args) => serve_flawed(options, args, flaw),
         command => ukue::cli::run(command, &options, out),
+    })
+}
+
+/// The reference's command line running the FORMAT.md at `path`, adding
+/// its columns to older files first when `UKUE_BROKEN_UPGRADE` says so.
+fn run_page(path: &std::path::Path) -> ExitCode {
+    let spec = match page::spec(path) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("ukue-broken: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let options = OpenOptions::default().spec(spec.clone());
+    if !page::upgrading() {
+        return ukue::cli::main_with(options);
+    }
+    main_with(move |command, out| {
+        if let Some(file) = page::file_of(&command) {
+            page::add_missing_columns(file, &spec).map_err(anyhow::Error::msg)?;
+        }
+        ukue::cli::run(command, &options, out)
     })
 }
 

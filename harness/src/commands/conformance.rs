@@ -157,6 +157,10 @@ pub struct RunArgs {
     /// Show passing cases too (and give them timelines in the reports)
     #[arg(long, short)]
     pub verbose: bool,
+    /// What begins each case's replay command, when a command other than
+    /// the runner's own runs the suite (`evolve`); `--cases ID` follows it
+    #[arg(skip)]
+    pub replay: Option<String>,
 }
 
 /// The reference's name beside the runner: the harness crate builds it
@@ -194,11 +198,11 @@ pub fn main() -> ExitCode {
 }
 
 /// This binary's path, to begin a command that runs it again.
-fn me() -> String {
+pub(crate) fn me() -> String {
     std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "ukue-conformance".into())
 }
 
-fn beside_me(name: &str) -> Option<PathBuf> {
+pub(crate) fn beside_me(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let path = exe.parent()?.join(name);
     path.exists().then_some(path)
@@ -481,7 +485,7 @@ pub fn run_suite(
         partition: shard.partition.map(|p| p.to_string()),
     };
     let config = Config {
-        replay: replay_prefix(args, &implementation, &subjects, seed),
+        replay: args.replay.clone().unwrap_or_else(|| replay_prefix(args, &implementation, &subjects, seed)),
         subjects: Arc::new(subjects),
         seed,
         jobs: args.jobs.max(1),
@@ -567,8 +571,8 @@ pub enum ModelCommand {
     Coverage(CoverageArgs),
     /// Judge an edit of FORMAT.md by the format's promise (its §2.4): each
     /// difference allowed within version 1, needing a new version, or
-    /// changing a step
-    Evolve(EvolveArgs),
+    /// changing a step; and run old and new programs on one file, both ways
+    Evolve(Box<EvolveArgs>),
     /// Run the cases against several implementations (or read their saved
     /// reports) and show the verdicts side by side, the differences first
     Compare(Box<CompareArgs>),
@@ -668,7 +672,7 @@ fn run_model_command(command: ModelCommand) -> u8 {
         ModelCommand::Replay(args) => replay(args, target),
         ModelCommand::Merge(args) => shard::merge(args),
         ModelCommand::Coverage(args) => coverage::run(args),
-        ModelCommand::Evolve(args) => evolve::run(args),
+        ModelCommand::Evolve(args) => evolve::run(*args),
         ModelCommand::Compare(args) => compare::compare(*args),
         ModelCommand::Mutants(args) if args.score.run_cases => mutation_score::run(args.score),
         ModelCommand::Mutants(args) => print_mutants(args),

@@ -12,7 +12,7 @@
 //! - [`probe`]: the probe's records and payload scripts;
 //! - [`python`]: the Python programs the runner carries;
 //! - [`broken`]: deliberately broken subjects, and [`broken_serve`] their
-//!   flawed servers;
+//!   flawed servers; [`page`]: the reference running another FORMAT.md;
 //! - [`variants`]: legal variants, correct programs that differ from the
 //!   reference, with [`variant_cli`] their command line and
 //!   [`variant_serve`] their servers;
@@ -30,6 +30,7 @@
 //! [`python`]: crate::subjects::python
 //! [`broken`]: crate::subjects::broken
 //! [`broken_serve`]: crate::subjects::broken_serve
+//! [`page`]: crate::subjects::page
 //! [`variants`]: crate::subjects::variants
 //! [`variant_cli`]: crate::subjects::variant_cli
 //! [`variant_serve`]: crate::subjects::variant_serve
@@ -48,6 +49,7 @@ mod failure;
 pub mod http_worker;
 pub mod mutants;
 pub mod observe;
+pub mod page;
 pub mod probe;
 pub mod process;
 pub mod python;

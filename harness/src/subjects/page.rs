@@ -1,0 +1,130 @@
+//! The reference command line running another FORMAT.md, whole: the page
+//! at `UKUE_BROKEN_PAGE` (its statements and its version), as a release
+//! built from that page would. `ukue-conformance evolve` runs such a
+//! program as the new one beside the reference as the old one, so that the
+//! catalogue's edits (harness/tests/fixtures/evolve/) run without building
+//! a reference for each.
+//!
+//! With `UKUE_BROKEN_UPGRADE=1` the program also does what a release that
+//! adds columns must do with an older file (FORMAT.md §2.4): on opening it,
+//! it adds each column of the page's `ukue_jobs` that the file lacks and
+//! that has a default. Without it, the program forgets that older files
+//! lack them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use ukue::cli::args::Cmd;
+use ukue::{Spec, Stmt};
+
+/// The environment variable naming the page to run.
+pub const PAGE: &str = "UKUE_BROKEN_PAGE";
+/// The environment variable that makes it add the page's columns to older files.
+pub const UPGRADE: &str = "UKUE_BROKEN_UPGRADE";
+
+/// The page at `path`, parsed as the reference parses its own.
+pub fn spec(path: &Path) -> Result<Arc<Spec>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
+    Spec::from_markdown(&text).map(Arc::new).map_err(|e| format!("{PAGE}={}: {e}", path.display()))
+}
+
+/// Whether `UKUE_BROKEN_UPGRADE` asks for older files to get the page's columns.
+pub fn upgrading() -> bool {
+    std::env::var_os(UPGRADE).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The ukue file a command opens, if it opens one.
+pub fn file_of(command: &Cmd) -> Option<&Path> {
+    match command {
+        Cmd::Init { file }
+        | Cmd::Stats { file, .. }
+        | Cmd::Show { file, .. }
+        | Cmd::Retry { file, .. }
+        | Cmd::Purge { file, .. }
+        | Cmd::Delete { file, .. } => Some(file),
+        Cmd::Add(args) => Some(&args.file),
+        Cmd::Work(args) => Some(&args.file),
+        Cmd::Serve(args) => Some(&args.file),
+        Cmd::List(args) => Some(&args.file),
+        Cmd::Version => None,
+    }
+}
+
+/// Adds to the file at `path` each column of the page's `ukue_jobs` that
+/// it lacks and that has a default, in one transaction. A path that holds
+/// no ukue file yet, or one the page's program refuses (a newer version),
+/// is left alone: opening it afterwards says what is wrong with it.
+pub fn add_missing_columns(path: &Path, spec: &Spec) -> Result<(), String> {
+    let fail = |e: rusqlite::Error| format!("adding the page's columns to {}: {e}", path.display());
+    if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+        return Ok(());
+    }
+    // Whatever keeps this from reading the file as a ukue file of the
+    // page's version or older is left for the command to report.
+    let Ok(conn) = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE) else {
+        return Ok(());
+    };
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(fail)?;
+    let wanted = page_columns(spec).map_err(fail)?;
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        return Ok(());
+    }
+    let added = (|| {
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0))
+            .optional()
+            .unwrap_or(None);
+        if version.and_then(|v| v.parse::<i64>().ok()).is_none_or(|v| v > spec.version()) {
+            return Ok(());
+        }
+        let present = columns(&conn)?;
+        for (name, definition) in &wanted {
+            if !present.contains(name) {
+                conn.execute_batch(&format!("ALTER TABLE ukue_jobs ADD COLUMN {definition}"))?;
+            }
+        }
+        Ok(())
+    })();
+    match added {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(fail),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(fail(e))
+        }
+    }
+}
+
+/// The page's `ukue_jobs` columns that have a default: each name with a
+/// definition an `ALTER TABLE … ADD COLUMN` takes, read from SQLite's own
+/// account of the page's CREATE statement.
+fn page_columns(spec: &Spec) -> rusqlite::Result<Vec<(String, String)>> {
+    let memory = Connection::open_in_memory()?;
+    memory.execute_batch(spec.sql(Stmt::CreateJobs))?;
+    let mut query =
+        memory.prepare("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info('ukue_jobs')")?;
+    let rows = query.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, bool>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
+    })?;
+    let mut wanted = Vec::new();
+    for row in rows {
+        let (name, kind, not_null, default) = row?;
+        if let Some(default) = default {
+            let not_null = if not_null { " NOT NULL" } else { "" };
+            wanted.push((name.clone(), format!("\"{name}\" {kind}{not_null} DEFAULT {default}")));
+        }
+    }
+    Ok(wanted)
+}
+
+/// The names of the file's `ukue_jobs` columns.
+fn columns(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut query = conn.prepare("SELECT name FROM pragma_table_info('ukue_jobs')")?;
+    let names = query.query_map([], |r| r.get(0))?.collect();
+    names
+}
