@@ -4,7 +4,8 @@
 //! alone) into a cache directory under the checkout's `target/`, where
 //! cargo builds its `ukue`. A revision already built is taken from the
 //! cache; the build directory is shared between revisions, so that only
-//! the `ukue` crate is built again.
+//! the `ukue` crate is built again (cleaned first: cargo would take another
+//! revision's build of it for fresh).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,6 +53,19 @@ pub fn build(checkout: &Path, rev: &str, profile: &str) -> Result<Base> {
         dir.display()
     );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // The build directory is shared, and cargo would take the `ukue` it
+    // built from another revision's sources for fresh (their files have
+    // not changed since): only the dependencies may be kept.
+    let cleaned = Command::new(&cargo)
+        .args(["clean", "--profile", profile, "-p", "ukue", "--manifest-path"])
+        .arg(src.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("running {} clean", cargo.to_string_lossy()))?;
+    if !cleaned.success() {
+        bail!("clearing the last build of ukue from {} failed ({cleaned})", target.display());
+    }
     let status = Command::new(&cargo)
         .args(["build", "--profile", profile, "--locked", "-p", "ukue", "--bin", "ukue", "--manifest-path"])
         .arg(src.join("Cargo.toml"))

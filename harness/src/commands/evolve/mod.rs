@@ -111,7 +111,7 @@ fn sides(args: &EvolveArgs) -> Result<Sides, Trouble> {
         let checkout = base::checkout().map_err(|e| Trouble::Usage(format!("{e:#}")))?;
         let new_page = checkout.join("spec/FORMAT.md");
         let new = match &args.new_impl {
-            Some(p) => p.clone(),
+            Some(p) => absolute(p)?,
             None => beside_me("ukue").ok_or_else(|| {
                 Trouble::Usage(
                     "no `ukue` beside ukue-conformance to be the new program; name one with --new-impl"
@@ -122,8 +122,8 @@ fn sides(args: &EvolveArgs) -> Result<Sides, Trouble> {
         let profile = args.base_profile.as_deref().unwrap_or("release");
         let built = base::build(&checkout, rev, profile).map_err(Trouble::Runner)?;
         let mut named = format!("--base {} --base-profile {profile}", built.commit);
-        if let Some(p) = &args.new_impl {
-            named.push_str(&format!(" --new-impl {}", p.display()));
+        if args.new_impl.is_some() {
+            named.push_str(&format!(" --new-impl {}", new.display()));
         }
         return Ok(Sides {
             pages: Some((built.page, new_page)),
