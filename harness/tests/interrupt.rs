@@ -70,3 +70,24 @@ fn heavy_ctrl_c_leaves_no_process_behind() {
     let left = marked(pid as u32, "");
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
+
+/// `ukue-conformance mutants | head -1`: the runner's stdout closes while
+/// it prints (the list is larger than a pipe holds), and it ends as
+/// SIGPIPE would end it, status 141, without a panic's message.
+#[test]
+fn a_closed_stdout_ends_the_runner_quietly() {
+    use std::io::BufRead;
+    let mut child = Command::new(conformance())
+        .arg("mutants")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(!first.is_empty());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

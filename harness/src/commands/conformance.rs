@@ -187,6 +187,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let args = ConformanceArgs::parse();
     match run(args) {
         Ok(code) => ExitCode::from(code),
@@ -195,6 +196,28 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit::RUNNER)
         }
     }
+}
+
+/// `ukue-conformance … | head` closes the runner's stdout early: `print!`
+/// then panics. That ends the command as SIGPIPE would end a C program
+/// (status 141, no backtrace), once every case's processes are killed.
+/// SIGPIPE itself stays ignored: a case's write to a closed socket or pipe
+/// of a subject must fail that write, not kill the runner.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            process::kill_every_case();
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// This binary's path, to begin a command that runs it again.
