@@ -102,7 +102,7 @@ const LEASE: &str = "2s";
 /// Jobs in the file before the first worker starts.
 const INITIAL_JOBS: usize = 40;
 /// The pause before each kill.
-const KILL_GAP_MS: Range<u64> = 100..500;
+const KILL_GAP_MS: Range<u64> = 60..400;
 /// The pause before each add of a producer.
 const ADD_GAP_MS: Range<u64> = 100..400;
 /// Producers killed mid-add: the subject, the reference, add_job.py.
