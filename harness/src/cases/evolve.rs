@@ -35,20 +35,17 @@ pub fn mixed() -> Vec<Case> {
     crate::cases::all().into_iter().filter(|c| MIXED.iter().any(|m| c.id.starts_with(m))).collect()
 }
 
+/// What both cases need: the other program, as the run's reference.
+const TWO_PROGRAMS: Needs =
+    Needs { reference: true, python: false, strace: false, serve: false, slow: false, generated: false };
+
 /// Run with the new program as the subject, when it writes a higher version.
 pub const OLD_REFUSES_NEW_FILE: Case = Case {
     id: "evolve/old-refuses-new-file",
     rule: "2.3",
     summary: "the old program refuses a file the new one made (a higher format_version) with every command, \
               leaving it byte for byte",
-    needs: Needs {
-        reference: true,
-        python: false,
-        strace: false,
-        serve: false,
-        slow: false,
-        generated: false,
-    },
+    needs: TWO_PROGRAMS,
     level: Level::Must,
     run: old_refuses_new_file,
 };
@@ -60,14 +57,7 @@ pub const NEW_MEETS_OLD_FILE: Case = Case {
     summary:
         "the new program (a higher format_version) either works a file the old one made, each job once, \
               or refuses it with every command, leaving it byte for byte",
-    needs: Needs {
-        reference: true,
-        python: false,
-        strace: false,
-        serve: false,
-        slow: false,
-        generated: false,
-    },
+    needs: TWO_PROGRAMS,
     level: Level::Must,
     run: new_meets_old_file,
 };

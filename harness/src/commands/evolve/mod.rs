@@ -230,14 +230,7 @@ fn replay_prefix(args: &EvolveArgs, named: &str, seed: u64) -> String {
 /// Each direction's tally, every case that did not pass in full, and the
 /// lines that run them again.
 fn programs_human(v: &ProgramsVerdict) -> String {
-    let mut out = format!(
-        "programs: old {} (format_version {}), new {} (format_version {}), seed {}\n",
-        v.programs.old.display(),
-        v.old_version,
-        v.programs.new.display(),
-        v.new_version,
-        v.seed
-    );
+    let mut out = format!("programs: {}\n", sides_line(v, ""));
     for run in &v.runs {
         out.push_str(&format!("\n{}: {}\n", run.direction.name(), run.direction.title()));
         for r in run.failed() {
@@ -254,6 +247,11 @@ fn programs_human(v: &ProgramsVerdict) -> String {
     let failed: Vec<String> = v.runs.iter().flat_map(|run| run.failed().map(|r| r.replay.clone())).collect();
     if failed.is_empty() && v.new_version > v.old_version {
         out.push_str("\nverdict: a new version, kept apart: the old program refuses the new one's files\n");
+    } else if failed.is_empty() && v.runs.len() == 1 {
+        out.push_str(&format!(
+            "\nverdict: the old and new programs share their files, one way ({})\n",
+            v.runs[0].direction.name()
+        ));
     } else if failed.is_empty() {
         out.push_str("\nverdict: the old and new programs share their files both ways\n");
     } else {
@@ -269,6 +267,19 @@ fn programs_human(v: &ProgramsVerdict) -> String {
         }
     }
     out
+}
+
+/// `old PATH (format_version N), new PATH (format_version M), seed S`,
+/// each path between `quote`s.
+fn sides_line(v: &ProgramsVerdict, quote: &str) -> String {
+    format!(
+        "old {quote}{}{quote} (format_version {}), new {quote}{}{quote} (format_version {}), seed {}",
+        v.programs.old.display(),
+        v.old_version,
+        v.programs.new.display(),
+        v.new_version,
+        v.seed
+    )
 }
 
 fn tally(run: &programs::DirectionRun) -> String {
@@ -304,14 +315,7 @@ fn programs_json(v: &ProgramsVerdict) -> serde_json::Value {
 
 fn programs_markdown(v: &ProgramsVerdict) -> String {
     let mark = if v.breaks() { "❌" } else { "✅" };
-    let mut out = format!(
-        "\n### {mark} Old and new programs on one file\n\nold `{}` (format_version {}), new `{}` (format_version {}), seed {}\n\n",
-        v.programs.old.display(),
-        v.old_version,
-        v.programs.new.display(),
-        v.new_version,
-        v.seed
-    );
+    let mut out = format!("\n### {mark} Old and new programs on one file\n\n{}\n\n", sides_line(v, "`"));
     out.push_str("| direction | cases | passed | failed |\n|---|---|---|---|\n");
     for run in &v.runs {
         out.push_str(&format!(
