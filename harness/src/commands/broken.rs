@@ -75,8 +75,8 @@ pub fn main() -> ExitCode {
 /// The reference's command line running the FORMAT.md at `path`, adding
 /// its columns to older files first when `UKUE_BROKEN_UPGRADE` says so.
 fn run_page(path: &std::path::Path) -> ExitCode {
-    let spec = match page::spec(path) {
-        Ok(spec) => spec,
+    let (spec, columns) = match page::spec(path) {
+        Ok(page) => page,
         Err(e) => {
             eprintln!("ukue-broken: {e}");
             return ExitCode::from(3);
@@ -88,7 +88,7 @@ fn run_page(path: &std::path::Path) -> ExitCode {
     }
     main_with(move |command, out| {
         if let Some(file) = page::file_of(&command) {
-            page::add_missing_columns(file, &spec).map_err(anyhow::Error::msg)?;
+            page::add_missing_columns(file, spec.version(), &columns).map_err(anyhow::Error::msg)?;
         }
         ukue::cli::run(command, &options, out)
     })

@@ -16,17 +16,32 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use ukue::cli::args::Cmd;
-use ukue::{Spec, Stmt};
+use ukue::Spec;
+
+use crate::spec::evolve::snapshot::Snapshot;
 
 /// The environment variable naming the page to run.
 pub const PAGE: &str = "UKUE_BROKEN_PAGE";
 /// The environment variable that makes it add the page's columns to older files.
 pub const UPGRADE: &str = "UKUE_BROKEN_UPGRADE";
 
-/// The page at `path`, parsed as the reference parses its own.
-pub fn spec(path: &Path) -> Result<Arc<Spec>, String> {
+/// The page at `path`, parsed as the reference parses its own, with the
+/// definitions of its `ukue_jobs` columns that have a default, as `ALTER
+/// TABLE … ADD COLUMN` takes them (read by evolve's snapshot of the page).
+pub fn spec(path: &Path) -> Result<(Arc<Spec>, Vec<(String, String)>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
-    Spec::from_markdown(&text).map(Arc::new).map_err(|e| format!("{PAGE}={}: {e}", path.display()))
+    let spec = Spec::from_markdown(&text).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
+    let snapshot = Snapshot::read(&text).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
+    let columns = snapshot
+        .tables
+        .get("ukue_jobs")
+        .map(|t| {
+            t.columns.iter().filter(|c| c.default.is_some()).map(|c| (c.name.clone(), c.definition.clone()))
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok((Arc::new(spec), columns))
 }
 
 /// Whether `UKUE_BROKEN_UPGRADE` asks for older files to get the page's columns.
@@ -51,11 +66,11 @@ pub fn file_of(command: &Cmd) -> Option<&Path> {
     }
 }
 
-/// Adds to the file at `path` each column of the page's `ukue_jobs` that
-/// it lacks and that has a default, in one transaction. A path that holds
+/// Adds to the file at `path` each of `wanted` (the page's columns with a
+/// default, [`spec`]) that it lacks, in one transaction. A path that holds
 /// no ukue file yet, or one the page's program refuses (a newer version),
 /// is left alone: opening it afterwards says what is wrong with it.
-pub fn add_missing_columns(path: &Path, spec: &Spec) -> Result<(), String> {
+pub fn add_missing_columns(path: &Path, version: i64, wanted: &[(String, String)]) -> Result<(), String> {
     let fail = |e: rusqlite::Error| format!("adding the page's columns to {}: {e}", path.display());
     if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
         return Ok(());
@@ -66,20 +81,19 @@ pub fn add_missing_columns(path: &Path, spec: &Spec) -> Result<(), String> {
         return Ok(());
     };
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(fail)?;
-    let wanted = page_columns(spec).map_err(fail)?;
     if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
         return Ok(());
     }
     let added = (|| {
-        let version: Option<String> = conn
+        let found: Option<String> = conn
             .query_row("SELECT value FROM ukue_meta WHERE key = 'format_version'", [], |r| r.get(0))
             .optional()
             .unwrap_or(None);
-        if version.and_then(|v| v.parse::<i64>().ok()).is_none_or(|v| v > spec.version()) {
+        if found.and_then(|v| v.parse::<i64>().ok()).is_none_or(|v| v > version) {
             return Ok(());
         }
         let present = columns(&conn)?;
-        for (name, definition) in &wanted {
+        for (name, definition) in wanted {
             if !present.contains(name) {
                 conn.execute_batch(&format!("ALTER TABLE ukue_jobs ADD COLUMN {definition}"))?;
             }
@@ -93,33 +107,6 @@ pub fn add_missing_columns(path: &Path, spec: &Spec) -> Result<(), String> {
             Err(fail(e))
         }
     }
-}
-
-/// The page's `ukue_jobs` columns that have a default: each name with a
-/// definition an `ALTER TABLE … ADD COLUMN` takes, read from SQLite's own
-/// account of the page's CREATE statement.
-fn page_columns(spec: &Spec) -> rusqlite::Result<Vec<(String, String)>> {
-    let memory = Connection::open_in_memory()?;
-    memory.execute_batch(spec.sql(Stmt::CreateJobs))?;
-    let mut query =
-        memory.prepare("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info('ukue_jobs')")?;
-    let rows = query.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, bool>(2)?,
-            r.get::<_, Option<String>>(3)?,
-        ))
-    })?;
-    let mut wanted = Vec::new();
-    for row in rows {
-        let (name, kind, not_null, default) = row?;
-        if let Some(default) = default {
-            let not_null = if not_null { " NOT NULL" } else { "" };
-            wanted.push((name.clone(), format!("\"{name}\" {kind}{not_null} DEFAULT {default}")));
-        }
-    }
-    Ok(wanted)
 }
 
 /// The names of the file's `ukue_jobs` columns.
