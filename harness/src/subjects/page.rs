@@ -25,10 +25,13 @@ pub const PAGE: &str = "UKUE_BROKEN_PAGE";
 /// The environment variable that makes it add the page's columns to older files.
 pub const UPGRADE: &str = "UKUE_BROKEN_UPGRADE";
 
+/// A column's name and its definition, as `ALTER TABLE … ADD COLUMN` takes it.
+pub type Column = (String, String);
+
 /// The page at `path`, parsed as the reference parses its own, with the
 /// definitions of its `ukue_jobs` columns that have a default, as `ALTER
 /// TABLE … ADD COLUMN` takes them (read by evolve's snapshot of the page).
-pub fn spec(path: &Path) -> Result<(Arc<Spec>, Vec<(String, String)>), String> {
+pub fn spec(path: &Path) -> Result<(Arc<Spec>, Vec<Column>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
     let spec = Spec::from_markdown(&text).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
     let snapshot = Snapshot::read(&text).map_err(|e| format!("{PAGE}={}: {e}", path.display()))?;
@@ -70,7 +73,7 @@ pub fn file_of(command: &Cmd) -> Option<&Path> {
 /// default, [`spec`]) that it lacks, in one transaction. A path that holds
 /// no ukue file yet, or one the page's program refuses (a newer version),
 /// is left alone: opening it afterwards says what is wrong with it.
-pub fn add_missing_columns(path: &Path, version: i64, wanted: &[(String, String)]) -> Result<(), String> {
+pub fn add_missing_columns(path: &Path, version: i64, wanted: &[Column]) -> Result<(), String> {
     let fail = |e: rusqlite::Error| format!("adding the page's columns to {}: {e}", path.display());
     if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
         return Ok(());
