@@ -8,7 +8,12 @@
 //! conforming program may fall short of a `should`.
 //!
 //! Results go to a JSON-lines file, a line a mutant as soon as it is
-//! judged, so that a run stopped half-way goes on where it stopped.
+//! judged, so that a run stopped half-way goes on where it stopped. A
+//! survivor is explained when [`survivors`] says why no `must` case can
+//! kill it; any other is a gap in the cases, and fails the run.
+
+mod survivors;
+mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +78,10 @@ pub struct ScoreArgs {
     /// have it) and run nothing
     #[arg(long, requires = "run_cases")]
     pub dry_run: bool,
+    /// Print the score per statement as a Markdown table, from --results
+    /// and the listing (the equivalent mutants too), and run nothing
+    #[arg(long, requires = "results")]
+    pub table: bool,
 }
 
 fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
@@ -264,6 +273,11 @@ pub fn run(args: ScoreArgs) -> u8 {
 }
 
 fn score(args: ScoreArgs) -> Result<u8> {
+    if args.table {
+        let results = args.results.as_deref().context("--table reads --results")?;
+        print!("{}", table::markdown(&listed(), &read_results(results)?));
+        return Ok(exit::OK);
+    }
     let me = std::env::current_exe().context("finding this binary")?;
     let broken = match &args.broken {
         Some(p) => std::fs::canonicalize(p).with_context(|| format!("{}: not found", p.display()))?,
@@ -332,8 +346,14 @@ fn score(args: ScoreArgs) -> Result<u8> {
         }
         outcomes.push(outcome);
     }
-    summary(&chosen, &outcomes);
-    Ok(if errors > 0 { exit::RUNNER } else { exit::OK })
+    let gaps = summary(&chosen, &outcomes);
+    Ok(if errors > 0 {
+        exit::RUNNER
+    } else if gaps > 0 {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
 }
 
 /// What every mutant's run shares.
@@ -640,17 +660,14 @@ fn tail(stderr: impl Read) -> String {
 }
 
 /// Killed and survived by kind and by statement, the median time, and each
-/// survivor with its replay.
-fn summary(chosen: &[Listed], outcomes: &[Outcome]) {
+/// survivor with its replay: first those that [`survivors`] explains, then
+/// the gaps in the cases, whose count it returns.
+fn summary(chosen: &[Listed], outcomes: &[Outcome]) -> usize {
     let mut by_kind: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut by_stmt: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for o in outcomes {
         let k = by_kind.entry(o.kind.as_str()).or_default();
-        let stmt = match o.name.split_once('/') {
-            Some((stmt, _)) => stmt.to_string(),
-            None => format!("({})", o.kind),
-        };
-        let s = by_stmt.entry(stmt).or_default();
+        let s = by_stmt.entry(table::statement(&o.name, &o.kind)).or_default();
         if o.killed {
             k.0 += 1;
             s.0 += 1;
@@ -679,11 +696,18 @@ fn summary(chosen: &[Listed], outcomes: &[Outcome]) {
     for (stmt, (k, s)) in &by_stmt {
         println!("  {stmt:<28} {k:>4} {s:>4}");
     }
-    let survivors: Vec<&Outcome> = outcomes.iter().filter(|o| !o.killed).collect();
-    if !survivors.is_empty() {
-        println!("survivors:");
+    let (explained, gaps): (Vec<&Outcome>, Vec<&Outcome>) =
+        outcomes.iter().filter(|o| !o.killed).partition(|o| survivors::why(&o.name).is_some());
+    if !explained.is_empty() {
+        println!("survivors beyond the cases, each with why ({}):", explained.len());
     }
-    for o in survivors {
+    for o in &explained {
+        println!("  {}: {}", o.name, survivors::why(&o.name).unwrap_or_default());
+    }
+    if !gaps.is_empty() {
+        println!("survivors that a `must` case should kill ({}):", gaps.len());
+    }
+    for o in &gaps {
         let what = chosen.iter().find(|m| m.name == o.name).map_or("", |m| m.what.as_str());
         let note = if o.timed_out { " [stopped at the time bound]" } else { "" };
         println!("  {} ({}){note}: {what}", o.name, o.kind);
@@ -692,6 +716,14 @@ fn summary(chosen: &[Listed], outcomes: &[Outcome]) {
         }
         println!("    replay: {}", o.replay);
     }
+    for o in outcomes.iter().filter(|o| o.killed && survivors::why(&o.name).is_some()) {
+        println!(
+            "note: {} is killed now (by {}): take it off the survivors' list",
+            o.name,
+            o.killed_by.as_deref().unwrap_or("?")
+        );
+    }
+    gaps.len()
 }
 
 #[cfg(test)]
@@ -750,6 +782,7 @@ mod tests {
             slow: false,
             broken: None,
             dry_run: false,
+            table: false,
         };
         let whole: Vec<String> = selection(&args(None), 7).unwrap().into_iter().map(|m| m.name).collect();
         assert_eq!(whole.len(), 20);

@@ -1,0 +1,58 @@
+//! The mutants and bugs that no `must` case kills in the default run, each
+//! with why: nothing outside a program shows it, or what shows is a choice
+//! FORMAT.md leaves to each program (so that a correct program may make
+//! it too, and only a `should` case may judge it). The score counts a
+//! survivor listed here as explained, any other as a gap in the cases;
+//! a listed one that a case now kills is to be taken off.
+
+/// (name, why no `must` case of the default run kills it)
+pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
+    ("create_index_due/where-1", WHY_INDEX),
+    ("create_index_next/cmp-1", WHY_INDEX),
+    ("create_index_next/cmp-2", WHY_INDEX),
+    ("create_index_next/where-1", WHY_INDEX),
+    ("create_index_next/hand-1", WHY_INDEX),
+    ("create_index_leases/where-1", WHY_INDEX),
+    ("create_index_state/hand-1", WHY_INDEX),
+    ("find_tables/cmp-1", WHY_INDEX_NAMED_AS_TABLE),
+    ("set_busy_timeout/const-1", WHY_BUSY_MS),
+    ("set_busy_timeout/const-2", WHY_BUSY_MS),
+    ("fail/const-1", WHY_BACKOFF_MS),
+    ("fail/const-2", WHY_BACKOFF_MS),
+    ("fail/const-24", WHY_BACKOFF_MS),
+    ("reap_ready/const-1", WHY_BACKOFF_MS),
+    ("reap_ready/const-2", WHY_BACKOFF_MS),
+    ("reap_ready/const-9", WHY_BACKOFF_MS),
+    ("reap_ready/const-10", WHY_BACKOFF_MS),
+    ("reap_ready/const-12", WHY_BACKOFF_MS),
+    ("reap_ready/const-24", WHY_BACKOFF_MS),
+    ("reap_ready/const-4", WHY_BACKOFF_AMOUNT),
+    ("serve-wait-uncapped", WHY_SLOW),
+];
+
+const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
+const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
+const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
+const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more, and FORMAT.md §5.6 lets each program pick its own backoff";
+const WHY_BACKOFF_AMOUNT: &str = "another backoff after a lease runs out (from the third attempt on): FORMAT.md §5.6 lets each program pick its own (the variants other-backoff and short-backoff do), so only `should` cases and a driver that claims the published backoff are held to it";
+const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
+
+/// Why `name` survives the cases, if it is listed.
+pub fn why(name: &str) -> Option<&'static str> {
+    BEYOND_THE_CASES.iter().find(|(n, _)| *n == name).map(|(_, why)| *why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_survivor_is_in_the_listing_once() {
+        let listed = super::super::listed();
+        for (i, (name, _)) in BEYOND_THE_CASES.iter().enumerate() {
+            let m = listed.iter().find(|m| m.name == *name);
+            assert!(m.is_some_and(|m| m.kind != "equivalent"), "{name}: not a mutant the score runs");
+            assert!(!BEYOND_THE_CASES[..i].iter().any(|(n, _)| n == name), "{name}: listed twice");
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The score per statement, as docs/mutation-score.md shows it: each
+//! mutant of the listing counted once, as equivalent (never run), killed
+//! by a `must` case, killed by the model run alone, surviving with the
+//! reason [`super::survivors`] gives, surviving unexplained, or not run.
+
+use std::fmt::Write;
+
+use super::{survivors, Listed, Outcome, MODEL};
+
+/// The statement a mutant mutates, or `(kind)` for a bug of ukue-broken.
+pub fn statement(name: &str, kind: &str) -> String {
+    match name.split_once('/') {
+        Some((stmt, _)) => stmt.to_string(),
+        None => format!("({kind})"),
+    }
+}
+
+#[derive(Default)]
+struct Row {
+    mutants: usize,
+    equivalent: usize,
+    by_case: usize,
+    by_model: usize,
+    beyond: usize,
+    gaps: usize,
+    not_run: usize,
+}
+
+impl Row {
+    fn add(&mut self, other: &Row) {
+        self.mutants += other.mutants;
+        self.equivalent += other.equivalent;
+        self.by_case += other.by_case;
+        self.by_model += other.by_model;
+        self.beyond += other.beyond;
+        self.gaps += other.gaps;
+        self.not_run += other.not_run;
+    }
+}
+
+/// The table of `listing`, read against `outcomes` (the results file), a
+/// row a statement in the listing's order, then the whole.
+pub fn markdown(listing: &[Listed], outcomes: &[Outcome]) -> String {
+    let mut rows: Vec<(String, Row)> = Vec::new();
+    for m in listing {
+        let stmt = statement(&m.name, m.kind);
+        let at = match rows.iter().position(|(s, _)| *s == stmt) {
+            Some(at) => at,
+            None => {
+                rows.push((stmt, Row::default()));
+                rows.len() - 1
+            }
+        };
+        let row = &mut rows[at].1;
+        row.mutants += 1;
+        let outcome = outcomes.iter().rev().find(|o| o.name == m.name);
+        match outcome {
+            _ if m.kind == "equivalent" => row.equivalent += 1,
+            None => row.not_run += 1,
+            Some(o) if o.killed && o.killed_by.as_deref() == Some(MODEL) => row.by_model += 1,
+            Some(o) if o.killed => row.by_case += 1,
+            Some(o) if survivors::why(&o.name).is_some() => row.beyond += 1,
+            Some(_) => row.gaps += 1,
+        }
+    }
+    let mut out = String::from(
+        "| statement | mutants | equivalent | killed by a `must` case | killed by the model alone | beyond the cases, with why | survived, unexplained | not run |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut all = Row::default();
+    let line = |out: &mut String, name: &str, r: &Row| {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            r.mutants, r.equivalent, r.by_case, r.by_model, r.beyond, r.gaps, r.not_run
+        );
+    };
+    for (stmt, row) in &rows {
+        line(&mut out, &format!("`{stmt}`"), row);
+        all.add(row);
+    }
+    line(&mut out, "all", &all);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(name: &str, killed_by: Option<&str>) -> Outcome {
+        Outcome {
+            name: name.into(),
+            kind: "generated".into(),
+            killed: killed_by.is_some(),
+            killed_by: killed_by.map(str::to_string),
+            killed_status: None,
+            killed_seen: None,
+            warned: Vec::new(),
+            cases_run: 1,
+            seconds: 1.0,
+            timed_out: false,
+            error: None,
+            seed: 1,
+            replay: String::new(),
+        }
+    }
+
+    fn listed(name: &str, kind: &'static str) -> Listed {
+        Listed { name: name.into(), kind, why: None, what: String::new() }
+    }
+
+    #[test]
+    fn each_mutant_is_counted_once_in_its_column() {
+        let listing = [
+            listed("pick/cmp-1", "generated"),
+            listed("pick/cmp-2", "equivalent"),
+            listed("pick/cmp-3", "generated"),
+            listed("pick/cmp-4", "generated"),
+            listed("fail/const-1", "generated"),
+            listed("fail/const-9", "generated"),
+            listed("fail/const-99", "generated"),
+            listed("no-reaping", "bug"),
+        ];
+        let outcomes = [
+            outcome("pick/cmp-1", Some("steps/claim-order-priority")),
+            outcome("pick/cmp-3", Some(MODEL)),
+            outcome("pick/cmp-4", None),
+            outcome("fail/const-1", None),
+            outcome("no-reaping", Some("steps/lease-reaped-counted")),
+        ];
+        let table = markdown(&listing, &outcomes);
+        assert!(table.contains("| `pick` | 4 | 1 | 1 | 1 | 0 | 1 | 0 |"), "{table}");
+        assert!(table.contains("| `fail` | 3 | 0 | 0 | 0 | 1 | 0 | 2 |"), "{table}");
+        assert!(table.contains("| `(bug)` | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
+        assert!(table.contains("| all | 8 | 1 | 2 | 1 | 1 | 1 | 2 |"), "{table}");
+    }
+}
