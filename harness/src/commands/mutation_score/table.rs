@@ -38,12 +38,30 @@ impl Row {
     }
 }
 
-/// The table of `listing`, read against `outcomes` (the results file), a
-/// row a statement in the listing's order, then the whole.
+/// Where a mutant of `kind` comes from, for the table by origin.
+fn origin(kind: &str) -> &'static str {
+    match kind {
+        "bug" => "ukue-broken's step bugs",
+        "serve-bug" | "serve-unreached" => "ukue-broken's servers",
+        "cli-bug" => "ukue-broken's command lines",
+        _ => "FORMAT.md's statements",
+    }
+}
+
+/// The tables of `listing`, read against `outcomes` (the results file):
+/// a row a statement in the listing's order, then the whole; then a row
+/// for each origin (FORMAT.md's statements, and ukue-broken's step,
+/// server and command-line bugs), as the README shows it.
 pub fn markdown(listing: &[Listed], outcomes: &[Outcome]) -> String {
+    let by_statement = rows(listing, outcomes, |m| format!("`{}`", statement(&m.name, m.kind)));
+    let by_origin = rows(listing, outcomes, |m| origin(m.kind).to_string());
+    format!("{}\n{}", render(&by_statement, "statement"), render(&by_origin, "from"))
+}
+
+fn rows(listing: &[Listed], outcomes: &[Outcome], group: impl Fn(&Listed) -> String) -> Vec<(String, Row)> {
     let mut rows: Vec<(String, Row)> = Vec::new();
     for m in listing {
-        let stmt = statement(&m.name, m.kind);
+        let stmt = group(m);
         let at = match rows.iter().position(|(s, _)| *s == stmt) {
             Some(at) => at,
             None => {
@@ -63,8 +81,12 @@ pub fn markdown(listing: &[Listed], outcomes: &[Outcome]) -> String {
             Some(_) => row.gaps += 1,
         }
     }
-    let mut out = String::from(
-        "| statement | mutants | equivalent | killed by a `must` case | killed by the model alone | beyond the cases, with why | survived, unexplained | not run |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    rows
+}
+
+fn render(rows: &[(String, Row)], first: &str) -> String {
+    let mut out = format!(
+        "| {first} | mutants | equivalent | killed by a `must` case | killed by the model alone | beyond the cases, with why | survived, unexplained | not run |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let mut all = Row::default();
     let line = |out: &mut String, name: &str, r: &Row| {
@@ -74,8 +96,8 @@ pub fn markdown(listing: &[Listed], outcomes: &[Outcome]) -> String {
             r.mutants, r.equivalent, r.by_case, r.by_model, r.beyond, r.gaps, r.not_run
         );
     };
-    for (stmt, row) in &rows {
-        line(&mut out, &format!("`{stmt}`"), row);
+    for (name, row) in rows {
+        line(&mut out, name, row);
         all.add(row);
     }
     line(&mut out, "all", &all);
@@ -132,5 +154,7 @@ mod tests {
         assert!(table.contains("| `fail` | 3 | 0 | 0 | 0 | 1 | 0 | 2 |"), "{table}");
         assert!(table.contains("| `(bug)` | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
         assert!(table.contains("| all | 8 | 1 | 2 | 1 | 1 | 1 | 2 |"), "{table}");
+        assert!(table.contains("| FORMAT.md's statements | 7 | 1 | 1 | 1 | 1 | 1 | 2 |"), "{table}");
+        assert!(table.contains("| ukue-broken's step bugs | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
     }
 }
