@@ -268,6 +268,12 @@ fn the_model_and_replay_commands() {
 
     let (code, out) = conformance(&["replay", saved, "--driver", &broken]);
     assert_eq!(code, 1, "the broken driver fails the saved script again: {out}");
+
+    // --no-shrink: the first failing sequence, cut after its failing step.
+    let (code, out) =
+        conformance(&["model", "--driver", &broken, "--cases", "100", "--seed", "5", "--no-shrink"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("cut after its failing step (--no-shrink)") && out.contains("--seed 5"), "{out}");
     let (code, out) = conformance(&["replay", saved]);
     assert_eq!(code, 0, "the reference passes it: {out}");
     let (code, out) = conformance(&["replay", saved, "--driver", &driver_binary()]);

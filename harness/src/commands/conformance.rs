@@ -634,6 +634,10 @@ pub struct ModelArgs {
     /// Where to save a failing sequence (default: a file in the temp directory)
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Report the first failing sequence as it was found, unshrunk (a
+    /// driver that hangs costs its answer's deadline on every candidate)
+    #[arg(long)]
+    pub no_shrink: bool,
 }
 
 #[derive(Debug, Args)]
@@ -773,6 +777,7 @@ fn model(args: ModelArgs, target: Target) -> u8 {
     );
     let mut config = SearchConfig::new(target, args.cases, seed);
     config.max_steps = args.max_steps as usize;
+    config.shrink = !args.no_shrink;
     let report = search(&config);
     let secs = report.elapsed.as_secs_f64();
     let Some(found) = report.found else {
@@ -783,7 +788,14 @@ fn model(args: ModelArgs, target: Target) -> u8 {
         );
         return exit::OK;
     };
-    println!("FAILED: a sequence of {} steps, shrunk to {}:", found.original_len, found.ops.len());
+    if config.shrink {
+        println!("FAILED: a sequence of {} steps, shrunk to {}:", found.original_len, found.ops.len());
+    } else {
+        println!(
+            "FAILED: a sequence of {} steps, cut after its failing step (--no-shrink):",
+            found.ops.len()
+        );
+    }
     println!("{}", found.failure);
     println!("the sequence:");
     print_ops(&found.ops);

@@ -509,11 +509,18 @@ pub struct SearchConfig {
     pub seed: u64,
     /// The longest sequence.
     pub max_steps: usize,
+    /// Shrink a failing sequence (for at most [`SHRINK_TIME_MS`]), or
+    /// report it as found: a driver that hangs costs its answer's deadline
+    /// on every shrink candidate.
+    pub shrink: bool,
 }
+
+/// The longest a search shrinks a failing sequence.
+pub const SHRINK_TIME_MS: u32 = 120_000;
 
 impl SearchConfig {
     pub fn new(target: Target, cases: u32, seed: u64) -> SearchConfig {
-        SearchConfig { target, cases, seed, max_steps: 40 }
+        SearchConfig { target, cases, seed, max_steps: 40, shrink: true }
     }
 }
 
@@ -555,6 +562,7 @@ pub fn search(config: &SearchConfig) -> SearchReport {
         cases: config.cases,
         failure_persistence: None,
         max_shrink_iters: 4096,
+        max_shrink_time: SHRINK_TIME_MS,
         max_local_rejects: 1 << 20,
         ..Config::default()
     };
@@ -562,7 +570,14 @@ pub fn search(config: &SearchConfig) -> SearchReport {
     let strategy = Generator::sequential_strategy(1..=config.max_steps.max(1));
     let target = config.target.clone();
     let first_len = std::cell::Cell::new(None::<usize>);
+    // Without shrinking, the first failing sequence is kept and every
+    // candidate after it fails at once, unrun (proptest-state-machine
+    // cannot be told not to shrink).
+    let first_failing = std::cell::RefCell::new(None::<Vec<Op>>);
     let result = runner.run(&strategy, |(_, ops, seen)| {
+        if !config.shrink && first_failing.borrow().is_some() {
+            return Err(TestCaseError::fail("not shrunk"));
+        }
         let mut run =
             ModelRun::start(&target, WORKERS as usize).map_err(|f| TestCaseError::fail(f.to_string()))?;
         for op in &ops {
@@ -572,6 +587,7 @@ pub fn search(config: &SearchConfig) -> SearchReport {
             if let Err(f) = run.step(op) {
                 if first_len.get().is_none() {
                     first_len.set(Some(ops.len()));
+                    first_failing.replace(Some(ops.clone()));
                 } else if run_ops(&target, &ops).is_ok() {
                     // A shrunk candidate counts only when it fails again:
                     // SQLite's random() in a backoff can make a step fail
@@ -586,7 +602,8 @@ pub fn search(config: &SearchConfig) -> SearchReport {
     });
     let found = match result {
         Ok(()) => None,
-        Err(TestError::Fail(_, (_, ops, _))) => {
+        Err(TestError::Fail(_, (_, shrunk, _))) => {
+            let ops = if config.shrink { shrunk } else { first_failing.take().unwrap_or(shrunk) };
             // Run the shrunk sequence again for its failure, cut after it.
             let failure = match run_ops(&config.target, &ops) {
                 Err(f) => *f,
@@ -598,8 +615,11 @@ pub fn search(config: &SearchConfig) -> SearchReport {
                 Some(step) => ops[..=step].to_vec(),
                 None => ops,
             };
-            let (ops, failure) =
-                if failure.step.is_some() { minimize(&config.target, ops, failure) } else { (ops, failure) };
+            let (ops, failure) = if failure.step.is_some() && config.shrink {
+                minimize(&config.target, ops, failure)
+            } else {
+                (ops, failure)
+            };
             Some(Found { original_len: first_len.get().unwrap_or(ops.len()), ops, failure })
         }
         Err(TestError::Abort(reason)) => Some(Found {

@@ -127,6 +127,42 @@ pub(super) fn claim_order_run_at(ctx: &mut Ctx) -> CaseResult {
     run_in_order(ctx, &file, added, &expected)
 }
 
+/// Due jobs at three priorities among delayed ones above, between and
+/// below them: the pick goes down the priorities past every level whose
+/// jobs are all delayed (FORMAT.md §5.4 step 3: among the due jobs, the
+/// highest priority), and the delayed jobs stay ready, untouched. A pick
+/// that walks the levels in another order can come back to a delayed
+/// level for ever, and never reach the due jobs below it.
+pub(super) fn claim_past_delayed_levels(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("levels.ukue")?;
+    let delayed: Vec<(String, Vec<String>)> = [7, 4, 1, -2]
+        .iter()
+        .map(|p| {
+            (
+                format!("delayed-priority-{p}"),
+                vec!["--delay".into(), "1h".into(), "--priority".into(), p.to_string()],
+            )
+        })
+        .collect();
+    let due: Vec<(String, Vec<String>)> = [5, 0, -5]
+        .iter()
+        .map(|p| (format!("due-priority-{p}"), vec!["--priority".into(), p.to_string()]))
+        .collect();
+    let waiting = add_all(ctx, &file, "q", &delayed)?;
+    let added = add_all(ctx, &file, "q", &due)?;
+    let expected: Vec<i64> = added.iter().map(|a| a.job).collect();
+    run_in_order(ctx, &file, added, &expected)?;
+    for a in &waiting {
+        let r = row_present(&file, a.job)?;
+        ensure!(
+            r.state == "ready" && r.attempts == 0,
+            format!("delayed job {} ({}) to stay ready, never claimed", a.job, a.payload),
+            brief(&r)
+        );
+    }
+    Ok(())
+}
+
 pub(super) fn delayed_not_early(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("delayed.ukue")?;
     let who = ctx.subject().clone();

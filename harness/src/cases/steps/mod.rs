@@ -36,6 +36,7 @@ pub fn cases() -> Vec<Case> {
         case("steps/add-stored", "5.3", "add stores the payload bytes, priority, attempts and the defaults", add_stored),
         case("steps/claim-order-priority", "5.4", "jobs run by priority, highest first, then oldest id", claim_order_priority),
         case("steps/claim-order-run-at", "5.4", "equal priorities run by run_at, then id; priority beats run_at", claim_order_run_at),
+        case("steps/claim-past-delayed-levels", "5.4", "due jobs run by priority past delayed jobs of priorities above, between and below them, which stay ready", claim_past_delayed_levels),
         case("steps/delayed-not-early", "5.4", "a job added with --delay or --at runs, and not before its run_at", delayed_not_early),
         Case { level: Level::Should, ..case("steps/fail-backoff", "5.6", "a failed attempt goes back to ready after 10 s plus up to 10%, the published command's backoff", fail_backoff) },
         case("steps/dead-after-max-attempts", "5.6", "a failure on the last attempt sends the job to dead", dead_after_max_attempts),
