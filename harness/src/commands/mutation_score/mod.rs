@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conformance::{exit, globs, parse_duration};
 use crate::cases::{self, Case};
+use crate::subjects::process::Procs;
 use crate::subjects::{broken, mutants};
 
 /// The flags of `mutants` that run the cases against each mutant.
@@ -441,29 +442,33 @@ impl Run<'_> {
         // Unshrunk: the first failing sequence is the verdict, and a hang
         // would cost the driver's deadline on every shrink candidate.
         let args = ["--cases", MODEL_CASES, "--seed", &self.seed.to_string(), "--no-shrink"];
-        let mut child = Command::new(self.me)
-            .arg("model")
+        // Marked, as a case's processes are: the drivers it starts lead
+        // groups of their own, and a model run stopped at the deadline (or
+        // by Ctrl-C) must not leave them behind, spinning in a mutant's
+        // endless claim.
+        let procs = Procs::new(format!("mutants-model-{}", std::process::id()));
+        let mut cmd = Command::new(self.me);
+        cmd.arg("model")
             .arg("--driver")
             .arg(&driver)
             .args(args)
             .env("UKUE_BROKEN", name)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("running {} model", self.me.display()))?;
+            .stderr(Stdio::null());
+        let mut model =
+            procs.spawn(&mut cmd).with_context(|| format!("running {} model", self.me.display()))?;
         let deadline = deadline.max(Instant::now() + Duration::from_secs(120));
         let status = loop {
-            if let Some(status) = child.try_wait()? {
+            if let Some(status) = model.child.try_wait()? {
                 break Some(status);
             }
             if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
                 break None;
             }
             std::thread::sleep(Duration::from_millis(50));
         };
+        procs.kill_all();
         match status.and_then(|s| s.code()) {
             Some(code) if code == i32::from(exit::FAILURES) => {
                 outcome.killed = true;
@@ -559,6 +564,8 @@ fn stop_with_the_suite() -> Result<()> {
                 let pid = nix::unistd::Pid::from_raw(pid as i32);
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
             }
+            // A model run going on, and the drivers it started.
+            crate::subjects::process::kill_every_case();
             eprintln!(
                 "\nukue-conformance mutants: interrupted; the run of the suite going on was told to stop"
             );
@@ -613,6 +620,9 @@ fn watch(child: &mut Child, deadline: Instant, outcome: &mut Outcome) -> Result<
         }
     }
     let status = child.wait().context("waiting for the suite")?;
+    // Reaped, its pid may come round to another process: no signal may go
+    // to it after this.
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take_if(|pid| *pid == child.id());
     let stderr = stderr.join().unwrap_or_default();
     if timed_out && !outcome.killed {
         return Ok((Ended::TimedOut, stderr));
