@@ -42,6 +42,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("read_version/cmp-2", "sweep/format-versions"),
     ("renew/set-2", "http/claim-options"),
     ("pick/cmp-10", "steps/claim-past-delayed-levels"),
+    ("finish_keep/cmp-1", "http/wrong-token-409"),
     ("find_index/cmp-3", "compat/app-indexes"),
     ("find_index/where-1", "compat/app-triggers"),
     ("find_tables/where-1", "refusal/triggers-named-ukue"),

@@ -60,7 +60,7 @@ pub fn cases() -> Vec<Case> {
             "fail (backoff, retry_in, dead), extend and release answer as API.md says and the file agrees",
             fail_extend_release,
         ),
-        case("http/wrong-token-409", "ack, fail, extend and release with another token (made up, or another held job's before or after it) answer 409 and change nothing", wrong_token),
+        case("http/wrong-token-409", "ack, fail, extend and release with another token (made up, or another held job's before or after it) answer 409 and change nothing, with and without serve --keep-done", wrong_token),
         case("http/long-poll", "a claim with wait is answered when another process adds a job; 204 when none comes", long_poll),
         case(
             "http/claims-race",
@@ -366,17 +366,30 @@ fn fail_extend_release(ctx: &mut Ctx) -> CaseResult {
 /// with the tokens of the jobs before and after it (a statement that finds
 /// the row by other than `id = :id` would take those) answers 409, and no
 /// job changes. Then each holder acks its own.
+/// Against `serve`, then `serve --keep-done`, whose ack keeps the job as
+/// done (a statement of its own, FORMAT.md §5.5).
 fn wrong_token(ctx: &mut Ctx) -> CaseResult {
     let (file, _server, client) = start(ctx, &[], &[])?;
+    crossed_tokens(ctx, &file, &client, "")?;
+    let file = ctx.init("keep-done.ukue")?;
+    let server = server::serve(ctx, &file, &["--keep-done"], &[])?;
+    let client = Client::new(server.port, None);
+    crossed_tokens(ctx, &file, &client, " (serve --keep-done)")
+}
+
+/// Three jobs held; each holder step of the middle one with another token
+/// (made up, or another held job's before or after it) answers 409 and
+/// changes no row; then each is acked with its own.
+fn crossed_tokens(ctx: &Ctx, file: &std::path::Path, client: &Client, serving: &str) -> CaseResult {
     let mut held = Vec::new();
     for payload in ["first", "middle", "last"] {
-        let id = ctx.add(ctx.subject(), &file, "q", payload, &[])?;
+        let id = ctx.add(ctx.subject(), file, "q", payload, &[])?;
         let job = client.claim(json!({"queue": "q"}))?.ok_or_else(|| Failure::fail("a job", "204"))?;
         let token = job["token"].as_str().ok_or_else(|| Failure::fail("a token", job.to_string()))?;
         ensure_eq!(job["id"].as_i64(), Some(id), "the claimed job: the one just added");
         held.push((id, token.to_string()));
     }
-    let before = crate::subjects::observe::file::rows_as_text(&file)?;
+    let before = crate::subjects::observe::file::rows_as_text(file)?;
     let id = held[1].0;
     let others = [
         ("a made-up token", "f".repeat(32)),
@@ -390,9 +403,9 @@ fn wrong_token(ctx: &mut Ctx) -> CaseResult {
             ("extend", json!({"token": other, "lease": 600})),
             ("release", json!({"token": other})),
         ] {
-            let what = format!("{step} of job {id} with {whose}");
+            let what = format!("{step} of job {id} with {whose}{serving}");
             expect(&client.post(&format!("/v1/jobs/{id}/{step}"), body)?, 409, &what)?;
-            let now = crate::subjects::observe::file::rows_as_text(&file)?;
+            let now = crate::subjects::observe::file::rows_as_text(file)?;
             ensure!(
                 now == before,
                 format!("every job as it was after {what}: {before:?}"),
@@ -404,7 +417,7 @@ fn wrong_token(ctx: &mut Ctx) -> CaseResult {
         expect(
             &client.post(&format!("/v1/jobs/{id}/ack"), json!({"token": token}))?,
             200,
-            "ack with the token",
+            &format!("ack with the token{serving}"),
         )?;
     }
     Ok(())
