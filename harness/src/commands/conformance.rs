@@ -318,15 +318,20 @@ fn subjects(
     Ok((subjects, python, no_reference))
 }
 
+/// `UKUE_BROKEN=NAME ` when it is set: ukue-broken's (and ukue-driver's)
+/// choice of bug lives in the environment, and a replay line without it
+/// would replay a sound subject.
+fn broken_env() -> String {
+    std::env::var_os("UKUE_BROKEN")
+        .map(|bug| format!("UKUE_BROKEN={} ", bug.to_string_lossy()))
+        .unwrap_or_default()
+}
+
 /// The replay command for this run, without `--cases`: the subject as
 /// the command line named it (not the interpreter it may run by).
 fn replay_prefix(args: &RunArgs, implementation: &Path, subjects: &Subjects, seed: u64) -> String {
     let mut line = format!("{} --impl {} --seed {seed}", me(), implementation.display());
-    // ukue-broken's choice of bug lives in the environment: without it the
-    // line would replay a sound subject.
-    if let Some(bug) = std::env::var_os("UKUE_BROKEN") {
-        line.insert_str(0, &format!("UKUE_BROKEN={} ", bug.to_string_lossy()));
-    }
+    line.insert_str(0, &broken_env());
     if let Some(r) = &args.reference {
         line.push_str(&format!(" --reference {}", r.display()));
     }
@@ -763,11 +768,13 @@ fn model(args: ModelArgs, target: Target) -> u8 {
     }
     let seed = args.seed.unwrap_or_else(rand::random);
     let again = format!(
-        "{} model{} --seed {seed} --cases {} --max-steps {}",
+        "{}{} model{} --seed {seed} --cases {} --max-steps {}{}",
+        broken_env(),
         me(),
         driver_flag(args.driver.as_deref()),
         args.cases,
-        args.max_steps
+        args.max_steps,
+        if args.no_shrink { " --no-shrink" } else { "" }
     );
     println!(
         "model-based run: {}, seed {seed}, {} cases of up to {} steps",
@@ -810,7 +817,13 @@ fn model(args: ModelArgs, target: Target) -> u8 {
         Ok(()) => println!("saved to {}", path.display()),
         Err(e) => eprintln!("ukue-conformance model: cannot save {}: {e}", path.display()),
     }
-    println!("replay: {} replay {}{}", me(), path.display(), driver_flag(args.driver.as_deref()));
+    println!(
+        "replay: {}{} replay {}{}",
+        broken_env(),
+        me(),
+        path.display(),
+        driver_flag(args.driver.as_deref())
+    );
     println!("search again: {again}");
     exit::FAILURES
 }

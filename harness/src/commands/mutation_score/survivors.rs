@@ -26,15 +26,13 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("reap_ready/const-10", WHY_BACKOFF_MS),
     ("reap_ready/const-12", WHY_BACKOFF_MS),
     ("reap_ready/const-24", WHY_BACKOFF_MS),
-    ("reap_ready/const-4", WHY_BACKOFF_AMOUNT),
     ("serve-wait-uncapped", WHY_SLOW),
 ];
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
 const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
 const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
-const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more, and FORMAT.md §5.6 lets each program pick its own backoff";
-const WHY_BACKOFF_AMOUNT: &str = "another backoff after a lease runs out (from the third attempt on): FORMAT.md §5.6 lets each program pick its own (the variants other-backoff and short-backoff do), so only `should` cases and a driver that claims the published backoff are held to it";
+const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
 const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
 
 /// Why `name` survives the cases, if it is listed.
