@@ -186,6 +186,27 @@ pub struct Outcome {
     pub replay: String,
 }
 
+impl Outcome {
+    /// A mutant's outcome before its run: nothing killed, seen or timed.
+    pub fn unjudged(name: &str, kind: &str, seed: u64, replay: String) -> Outcome {
+        Outcome {
+            name: name.into(),
+            kind: kind.into(),
+            killed: false,
+            killed_by: None,
+            killed_status: None,
+            killed_seen: None,
+            warned: Vec::new(),
+            cases_run: 0,
+            seconds: 0.0,
+            timed_out: false,
+            error: None,
+            seed,
+            replay,
+        }
+    }
+}
+
 /// The families whose cases take well under a second each and catch most
 /// step and command-line bugs: run first, so that most kills come fast.
 const QUICK: &[&str] = &["steps/", "cli/", "sweep/"];
@@ -392,21 +413,8 @@ impl Run<'_> {
     fn one(&self, mutant: &Listed) -> Result<Outcome> {
         let started = Instant::now();
         let deadline = started + self.args.mutant_timeout;
-        let mut outcome = Outcome {
-            name: mutant.name.clone(),
-            kind: mutant.kind.into(),
-            killed: false,
-            killed_by: None,
-            killed_status: None,
-            killed_seen: None,
-            warned: Vec::new(),
-            cases_run: 0,
-            seconds: 0.0,
-            timed_out: false,
-            error: None,
-            seed: self.seed,
-            replay: self.command_line(&mutant.name),
-        };
+        let mut outcome =
+            Outcome::unjudged(&mutant.name, mutant.kind, self.seed, self.command_line(&mutant.name));
         for batch in self.batches {
             let mut child = self.spawn(Some(&mutant.name), batch)?;
             let (ended, stderr) = watch(&mut child, deadline, &mut outcome)?;
@@ -754,21 +762,7 @@ mod tests {
 
     #[test]
     fn must_failures_kill_and_should_warnings_do_not() {
-        let mut o = Outcome {
-            name: "x".into(),
-            kind: "generated".into(),
-            killed: false,
-            killed_by: None,
-            killed_status: None,
-            killed_seen: None,
-            warned: Vec::new(),
-            cases_run: 0,
-            seconds: 0.0,
-            timed_out: false,
-            error: None,
-            seed: 1,
-            replay: String::new(),
-        };
+        let mut o = Outcome::unjudged("x", "generated", 1, String::new());
         read_report(r#"{"id":"a/b","level":"should","status":"warn","replay":"r1"}"#, &mut o);
         read_report(r#"{"id":"a/c","level":"must","status":"pass","replay":"r2"}"#, &mut o);
         assert!(!o.killed);

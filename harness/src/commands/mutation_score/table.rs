@@ -110,19 +110,9 @@ mod tests {
 
     fn outcome(name: &str, killed_by: Option<&str>) -> Outcome {
         Outcome {
-            name: name.into(),
-            kind: "generated".into(),
             killed: killed_by.is_some(),
             killed_by: killed_by.map(str::to_string),
-            killed_status: None,
-            killed_seen: None,
-            warned: Vec::new(),
-            cases_run: 1,
-            seconds: 1.0,
-            timed_out: false,
-            error: None,
-            seed: 1,
-            replay: String::new(),
+            ..Outcome::unjudged(name, "generated", 1, String::new())
         }
     }
 
