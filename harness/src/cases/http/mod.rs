@@ -154,7 +154,17 @@ fn start(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Result<(std::path::PathBuf, ServerProcess, Client), Failure> {
-    let file = ctx.init("jobs.ukue")?;
+    start_on(ctx, "jobs.ukue", extra, env)
+}
+
+/// As [`start`], on a file of its own name: a second server in one case.
+fn start_on(
+    ctx: &mut Ctx,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(std::path::PathBuf, ServerProcess, Client), Failure> {
+    let file = ctx.init(name)?;
     let server = server::serve(ctx, &file, extra, env)?;
     let token = env.iter().find(|(k, _)| *k == "UKUE_TOKEN").map(|(_, v)| *v);
     let client = Client::new(server.port, token);
@@ -371,9 +381,7 @@ fn fail_extend_release(ctx: &mut Ctx) -> CaseResult {
 fn wrong_token(ctx: &mut Ctx) -> CaseResult {
     let (file, _server, client) = start(ctx, &[], &[])?;
     crossed_tokens(ctx, &file, &client, "")?;
-    let file = ctx.init("keep-done.ukue")?;
-    let server = server::serve(ctx, &file, &["--keep-done"], &[])?;
-    let client = Client::new(server.port, None);
+    let (file, _server, client) = start_on(ctx, "keep-done.ukue", &["--keep-done"], &[])?;
     crossed_tokens(ctx, &file, &client, " (serve --keep-done)")
 }
 
