@@ -12,7 +12,7 @@ use crate::shown::Shown;
 use crate::subjects::ctx::Ctx;
 use crate::subjects::observe::file::{end_backoffs, job_count, read, row, state_and_attempts, write};
 use crate::subjects::probe::now_ms;
-use crate::subjects::worker::start_worker;
+use crate::subjects::worker::{probe_log, start_worker};
 use crate::subjects::Failure;
 use crate::subjects::Subject;
 
@@ -36,6 +36,15 @@ pub fn cases() -> Vec<Case> {
             needs: Needs::default(),
             level: Level::Must,
             run: stopped_worker_loses_job,
+        },
+        Case {
+            id: "leases/last-attempt-kept",
+            rule: "5.4",
+            summary: "a job on its last attempt keeps its lease while another worker claims: it runs once and \
+                      finishes, never reaped to dead",
+            needs: Needs::default(),
+            level: Level::Must,
+            run: last_attempt_kept,
         },
     ]
 }
@@ -179,4 +188,58 @@ fn stopped_worker_loses_job(ctx: &mut Ctx) -> CaseResult {
         );
     }
     no_findings("two runs: the stopped worker's, then the new holder's", findings)
+}
+
+/// A claim reaps only expired leases (FORMAT.md §5.4 step 2): a job on its
+/// last attempt, whose reaping would make it dead for good, is held while a
+/// second worker claims another job beside it, and then finishes. The first
+/// job waits for the case's word, so that the second claim surely comes
+/// while it runs, whatever the machine's pace.
+fn last_attempt_kept(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("jobs.ukue")?;
+    let subject = ctx.subject().clone();
+    let payload = "await:rival-claimed last-attempt";
+    let job = ctx.add(&subject, &file, "q", payload, &["--attempts", "1"])?;
+    let options = ["--concurrency", "1", "--poll", "20ms"];
+    let holder = start_worker(ctx, &subject, &file, "q", &options)?;
+    ctx.wait_for("the first worker to start the job", Duration::from_secs(20), || {
+        Ok(started(ctx, job, 1)?.is_some())
+    })?;
+    let other = ctx.add(&subject, &file, "q", "beside", &[])?;
+    let rival = start_worker(ctx, &subject, &file, "q", &options)?;
+    let claimed =
+        ctx.wait_for("a second worker to run the job added beside it", Duration::from_secs(20), || {
+            Ok(started(ctx, other, 1)?.is_some_and(|e| e.end_ms.is_some()))
+        });
+    let held = state_and_attempts(&read(&file)?, job)?;
+    std::fs::write(probe_log(ctx).with_file_name("rival-claimed"), "")?;
+    let finished = ctx.wait_for("the job to finish once told to", Duration::from_secs(30), || {
+        Ok(state_and_attempts(&read(&file)?, job)?.is_none_or(|(state, _)| state != "running"))
+    });
+    holder.stop(Duration::from_secs(30))?;
+    rival.stop(Duration::from_secs(30))?;
+    claimed?;
+    if held != Some(("running".to_string(), 1)) {
+        return Err(Failure::fail(
+            format!(
+                "job {job} (--attempts 1), its lease not yet run out, to stay running while another worker \
+                 claimed job {other}"
+            ),
+            format!("(state, attempts) {} (null: gone)", held.shown()),
+        ));
+    }
+    finished?;
+    let row = state_and_attempts(&read(&file)?, job)?;
+    if row.is_some() {
+        return Err(Failure::fail(
+            format!("job {job} to finish once told to (finished jobs are deleted)"),
+            format!("it is now (state, attempts) {}", row.shown()),
+        ));
+    }
+    let added = vec![
+        Added { job, payload: payload.into(), by: subject.name.clone() },
+        Added { job: other, payload: "beside".into(), by: subject.name.clone() },
+    ];
+    let history = common::history(ctx, &file, added)?;
+    no_findings("each job to run exactly once", check::exactly_once(&history))
 }

@@ -372,10 +372,10 @@ fn fail_extend_release(ctx: &mut Ctx) -> CaseResult {
     }])
 }
 
-/// Three held jobs; each step on the middle one with a made-up token and
-/// with the tokens of the jobs before and after it (a statement that finds
-/// the row by other than `id = :id` would take those) answers 409, and no
-/// job changes. Then each holder acks its own.
+/// Three held jobs; each step on the middle one with made-up tokens (the
+/// least and the greatest of 32 hex digits) and with the tokens of the
+/// jobs before and after it (a statement that finds the row by other than
+/// `id = :id` would take those) answers 409, and no job changes. Then each holder acks its own.
 /// Against `serve`, then `serve --keep-done`, whose ack keeps the job as
 /// done (a statement of its own, FORMAT.md §5.5).
 fn wrong_token(ctx: &mut Ctx) -> CaseResult {
@@ -400,7 +400,10 @@ fn crossed_tokens(ctx: &Ctx, file: &std::path::Path, client: &Client, serving: &
     let before = crate::subjects::observe::file::rows_as_text(file)?;
     let id = held[1].0;
     let others = [
-        ("a made-up token", "f".repeat(32)),
+        // Below and above every token of 32 hex digits: a statement that
+        // compares the token by order would take one of the two.
+        ("a made-up token of zeros", "0".repeat(32)),
+        ("a made-up token of f's", "f".repeat(32)),
         ("the token of the job before", held[0].1.clone()),
         ("the token of the job after", held[2].1.clone()),
     ];

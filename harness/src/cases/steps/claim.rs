@@ -59,6 +59,11 @@ fn run_in_order(ctx: &Ctx, file: &Path, added: Vec<Added>, expected: &[i64]) -> 
     for run in &history.executions {
         let want = history.added.iter().find(|a| a.job == run.job).map(|a| a.payload.as_str());
         ensure!(
+            want.is_some(),
+            format!("only the jobs of q, {}, to run", ids.shown()),
+            format!("job {} ran (attempt {}, payload {})", run.job, run.attempt, run.payload.shown())
+        );
+        ensure!(
             want == Some(run.payload.as_str()),
             format!("job {}'s command to read its payload {} on stdin", run.job, want.shown()),
             format!("attempt {} read {}", run.attempt, run.payload.shown())
@@ -157,6 +162,38 @@ pub(super) fn claim_past_delayed_levels(ctx: &mut Ctx) -> CaseResult {
         ensure!(
             r.state == "ready" && r.attempts == 0,
             format!("delayed job {} ({}) to stay ready, never claimed", a.job, a.payload),
+            brief(&r)
+        );
+    }
+    Ok(())
+}
+
+/// Jobs of queues named before and after `q`, older and at the same
+/// priorities, among `q`'s own: a worker of `q` runs only `q`'s jobs, in
+/// the pick's order (FORMAT.md §5.4: among the queue's ready jobs), and the
+/// others stay ready, untouched. A pick that compares the queue's name by
+/// order rather than equality takes a neighbour's job first.
+pub(super) fn claim_own_queue(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("queues.ukue")?;
+    let jobs = |queue: &str| -> Vec<(String, Vec<String>)> {
+        [5, 0]
+            .iter()
+            .map(|p| (format!("{queue}-priority-{p}"), vec!["--priority".into(), p.to_string()]))
+            .collect()
+    };
+    let mut others = add_all(ctx, &file, "a", &jobs("a"))?;
+    others.extend(add_all(ctx, &file, "z", &jobs("z"))?);
+    let added = add_all(ctx, &file, "q", &jobs("q"))?;
+    let expected: Vec<i64> = added.iter().map(|a| a.job).collect();
+    run_in_order(ctx, &file, added, &expected)?;
+    for a in &others {
+        let r = row_present(&file, a.job)?;
+        ensure!(
+            r.state == "ready" && r.attempts == 0,
+            format!(
+                "job {} ({}) of another queue to stay ready, never claimed by a worker of q",
+                a.job, a.payload
+            ),
             brief(&r)
         );
     }
@@ -307,6 +344,47 @@ pub(super) fn lease_reaped_counted(ctx: &mut Ctx) -> CaseResult {
     ensure!(
         after.run_at >= after.updated_at - CLOCK_TOL,
         format!("job {} reaped at its updated_at: run_at no earlier", after.id),
+        brief(&after)
+    );
+    Ok(())
+}
+
+/// Two running jobs of the worker's queue, and none due: one whose lease
+/// ran out (its worker died), one whose lease holds for ten minutes. The
+/// worker MUST reap the first (FORMAT.md §5.4 step 2; §6.3, a job whose
+/// worker dies runs again), whether it looks first or not: a look that
+/// finds a lease run out claims. A look that read the lease that ends last
+/// would wait out the live one. The live job stays held, untouched.
+pub(super) fn lease_reaped_beside_live_lease(ctx: &mut Ctx) -> CaseResult {
+    let file = ctx.init("reap-beside.ukue")?;
+    let now = now_ms();
+    let running = |lease_until: i64, token: &str| {
+        Put::new("q", "running", now).attempts(1, 3).lease(lease_until, token).run_at(now - 5_000)
+    };
+    let ids = insert(&file, &[running(now - 1_000, "stale"), running(now + 600_000, "live")])?;
+    let (lost, held) = (ids[0], ids[1]);
+    let live = row_present(&file, held)?;
+    let mut worker = probe_worker(ctx, &file, "q", &[])?;
+    let reaped = ctx.wait_for(
+        &format!(
+            "the worker of `q` to reap job {lost}, whose lease ran out, beside job {held}, whose lease holds"
+        ),
+        secs(15),
+        || {
+            still_working(&mut [&mut worker])?;
+            Ok(row_present(&file, lost)?.state != "running")
+        },
+    );
+    worker.stop(secs(15))?;
+    if let Err(mut f) = reaped {
+        f.seen = format!("{}; file: {}", f.seen, brief_all(&rows(&file)?));
+        return Err(f);
+    }
+    let after = row_present(&file, held)?;
+    ensure!(
+        (after.state.as_str(), after.attempts, after.lease_until, after.token.as_deref())
+            == ("running", 1, live.lease_until, Some("live")),
+        format!("job {held}, whose lease holds, to stay running, held by its token, untouched"),
         brief(&after)
     );
     Ok(())
