@@ -29,7 +29,9 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("reap_ready/const-10", WHY_BACKOFF_MS),
     ("reap_ready/const-12", WHY_BACKOFF_MS),
     ("reap_ready/const-24", WHY_BACKOFF_MS),
+    ("fail/hand-5", WHY_BACKOFF_CAP),
     ("list/cmp-9", WHY_LIST_MS),
+    ("list/hand-1", WHY_LIST_MS),
     ("serve-wait-uncapped", WHY_SLOW),
 ];
 
@@ -37,6 +39,7 @@ const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows
 const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
 const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
 const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
+const WHY_BACKOFF_CAP: &str = "the backoff's cap raised from an hour to ten: it binds only from a job's tenth failed attempt (10 s doubled nine times is past an hour), which FORMAT.md §5.6 leaves to each program as the whole backoff is, and which the model's sequences, whose jobs have 10 attempts by default, reach only by chance";
 const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's delayed test (`run_at >= :now`): a job that falls due at the very millisecond of the listing shows as delayed; a program that reads its own clock cannot be made to meet that millisecond, and the step driver, whose clock the model sets, has no list";
 const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
 
