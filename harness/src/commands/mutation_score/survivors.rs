@@ -35,7 +35,10 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("fail/hand-5", WHY_BACKOFF_CAP),
     ("list/cmp-9", WHY_LIST_MS),
     ("list/hand-1", WHY_LIST_MS),
+    ("rollback/hand-1", WHY_ROLLBACK),
     ("serve-wait-uncapped", WHY_SLOW),
+    ("serve-keeps-abandoned-claims", WHY_CLAIM_LEFT),
+    ("serve-refuses-unread", WHY_KEEP_ALIVE),
 ];
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
@@ -44,6 +47,9 @@ const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.m
 const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
 const WHY_BACKOFF_CAP: &str = "the backoff's cap raised from an hour to ten: it binds only from a job's tenth failed attempt (10 s doubled nine times is past an hour), which FORMAT.md §5.6 leaves to each program as the whole backoff is, and which the model's sequences, whose jobs have 10 attempts by default, reach only by chance";
 const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's delayed test (`run_at >= :now`): a job that falls due at the very millisecond of the listing shows as delayed; a program that reads its own clock cannot be made to meet that millisecond, and the step driver, whose clock the model sets, has no list";
+const WHY_ROLLBACK: &str = "a step's ROLLBACK made a no-op: the reference's steps fail after they began to write only when a statement fails, which a case can make happen only by an I/O error, and SQLite rolls a transaction back by itself on a full disk or a failed write (ioerror/work-disk-full passes this mutant: its worker lives on past its faults); a command-line process that fails a step exits, and a closed connection's transaction is rolled back. A long-lived server whose statement failed for another cause (a corrupt page) would keep its transaction open, but no case can cause that without breaking the file";
+const WHY_CLAIM_LEFT: &str = "leaves undone http.claim-left-gives-back, a `should`: the job that a claim takes for a client that has left comes back when its lease runs out, as http.claim-left (a `must`) allows and the legal variant serve-keeps-abandoned-claims does; http/poll-disconnect-gives-back (`should`) warns";
+const WHY_KEEP_ALIVE: &str = "closes the connection after a 405 without saying Connection: close: keeping a connection usable after a refusal is a `should` (http/keep-alive-after-refusal warns), and a client that sends again on a new connection is served";
 const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
 
 /// Why `name` survives the cases, if it is listed.
