@@ -125,3 +125,47 @@ fn a_survivor_without_a_reason_fails_the_run_and_the_table_counts_it() {
         "{out}"
     );
 }
+
+/// A kill counts only when the killing case fails the mutant again: a
+/// "broken" program that fails its first `stats` and is the reference after
+/// fails steps/stats-json once, by chance. The score runs the case again,
+/// sees it pass, and counts no kill: the mutant survives (a gap, as nothing
+/// explains it), with the case named as a kill by chance.
+#[test]
+fn a_kill_that_does_not_fail_again_is_by_chance_and_not_counted() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    symlink(reference(), bin.join("ukue-reference")).unwrap();
+    let once = bin.join("ukue-broken");
+    std::fs::write(
+        &once,
+        "#!/bin/sh\n\
+         here=$(dirname \"$0\")\n\
+         case \" $* \" in *\" stats \"*) mkdir \"$here/failed-once\" 2>/dev/null && { echo 'stats: failed once' >&2; exit 1; } ;; esac\n\
+         exec \"$here/ukue-reference\" \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&once, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let broken = once.to_str().unwrap();
+    let args = [
+        "--only",
+        "version-without-format",
+        "--cases",
+        "steps/stats-json",
+        "--seed",
+        "5",
+        "--broken",
+        broken,
+    ];
+    let (code, out, lines) = score(&results, &args);
+    assert!(bin.join("failed-once").exists(), "the first stats failed: {out}");
+    assert_eq!(lines.len(), 1, "{out}");
+    let line = &lines[0];
+    assert_eq!(line["killed"], false, "{line}");
+    assert_eq!(line["chance_kills"], serde_json::json!(["steps/stats-json"]), "{line}");
+    assert_eq!(code, 1, "an unexplained survivor: {out}");
+    assert!(out.contains("a kill by chance, not counted"), "{out}");
+}

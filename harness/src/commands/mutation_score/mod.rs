@@ -175,6 +175,11 @@ pub struct Outcome {
     #[serde(default)]
     pub cases_run: usize,
     pub seconds: f64,
+    /// Cases that failed the mutant once but passed it when run again
+    /// alone with the same seed: kills by chance (a millisecond met, a race
+    /// won), not counted; the rest of their batch ran without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chance_kills: Vec<String>,
     /// The run went past --mutant-timeout and was stopped.
     #[serde(default)]
     pub timed_out: bool,
@@ -187,6 +192,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Takes back the kill by `case`, which did not fail the mutant again.
+    fn forget_kill(&mut self, case: &str) {
+        self.killed = false;
+        self.killed_by = None;
+        self.killed_status = None;
+        self.killed_seen = None;
+        self.chance_kills.push(case.to_string());
+    }
+
     /// A mutant's outcome before its run: nothing killed, seen or timed.
     pub fn unjudged(name: &str, kind: &str, seed: u64, replay: String) -> Outcome {
         Outcome {
@@ -198,6 +212,7 @@ impl Outcome {
             killed_seen: None,
             warned: Vec::new(),
             cases_run: 0,
+            chance_kills: Vec::new(),
             seconds: 0.0,
             timed_out: false,
             error: None,
@@ -352,8 +367,13 @@ fn score(args: ScoreArgs) -> Result<u8> {
             (None, false, true) => "SURVIVED (stopped at --mutant-timeout)".into(),
             (None, false, false) => "SURVIVED".into(),
         };
+        let chance = if outcome.chance_kills.is_empty() {
+            String::new()
+        } else {
+            format!(" (failed once by chance, then passed: {})", outcome.chance_kills.join(", "))
+        };
         println!(
-            "[{}/{}] {} ({}): {verdict} in {:.1} s",
+            "[{}/{}] {} ({}): {verdict}{chance} in {:.1} s",
             i + 1,
             todo.len(),
             mutant.name,
@@ -415,21 +435,33 @@ impl Run<'_> {
         let deadline = started + self.args.mutant_timeout;
         let mut outcome =
             Outcome::unjudged(&mutant.name, mutant.kind, self.seed, self.command_line(&mutant.name));
-        for batch in self.batches {
-            let mut child = self.spawn(Some(&mutant.name), batch)?;
-            let (ended, stderr) = watch(&mut child, deadline, &mut outcome)?;
-            if outcome.killed {
-                break;
-            }
-            match ended {
-                Ended::Exited(code) if code == exit::OK || code == exit::FAILURES => {}
-                Ended::Exited(code) => {
-                    outcome.error = Some(format!("the suite exited {code}: {stderr}"));
-                    break;
+        'batches: for batch in self.batches {
+            let mut cases = batch.clone();
+            loop {
+                let mut child = self.spawn(Some(&mutant.name), &cases)?;
+                let (ended, stderr) = watch(&mut child, deadline, &mut outcome)?;
+                if let Some(case) = outcome.killed_by.clone() {
+                    if self.fails_again(&mutant.name, &case, deadline)? {
+                        break 'batches;
+                    }
+                    outcome.forget_kill(&case);
+                    outcome.replay = self.command_line(&mutant.name);
+                    cases.retain(|c| *c != case);
+                    if cases.is_empty() {
+                        break;
+                    }
+                    continue;
                 }
-                Ended::TimedOut => {
-                    outcome.timed_out = true;
-                    break;
+                match ended {
+                    Ended::Exited(code) if code == exit::OK || code == exit::FAILURES => break,
+                    Ended::Exited(code) => {
+                        outcome.error = Some(format!("the suite exited {code}: {stderr}"));
+                        break 'batches;
+                    }
+                    Ended::TimedOut => {
+                        outcome.timed_out = true;
+                        break 'batches;
+                    }
                 }
             }
         }
@@ -496,6 +528,20 @@ impl Run<'_> {
             other => outcome.error = Some(format!("the model run against the step driver ended {other:?}")),
         }
         Ok(())
+    }
+
+    /// Whether `case`, which just failed the mutant `name`, fails it again
+    /// run alone with the same seed. A case whose every choice comes from
+    /// the seed fails a mutant it can see every time; one that passes the
+    /// second time met the mutant's difference by chance (a write in the
+    /// very millisecond of a job's run_at, a race won on a loaded machine),
+    /// and a score that counted it would credit the cases with a kill that
+    /// a third party's program would not meet again.
+    fn fails_again(&self, name: &str, case: &str, deadline: Instant) -> Result<bool> {
+        let mut again = Outcome::unjudged(name, "", self.seed, String::new());
+        let mut child = self.spawn(Some(name), &[case])?;
+        watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), &mut again)?;
+        Ok(again.killed)
     }
 
     /// A kill counts when the killing case passes the reference with the
@@ -736,7 +782,17 @@ fn summary(chosen: &[Listed], outcomes: &[Outcome]) -> usize {
         if !o.warned.is_empty() {
             println!("    warned: {}", o.warned.join(", "));
         }
+        if !o.chance_kills.is_empty() {
+            println!("    failed once, by chance: {}", o.chance_kills.join(", "));
+        }
         println!("    replay: {}", o.replay);
+    }
+    for o in outcomes.iter().filter(|o| !o.chance_kills.is_empty()) {
+        println!(
+            "note: {} failed {} once, then passed it run again with the same seed: a kill by chance, not counted",
+            o.chance_kills.join(", "),
+            o.name
+        );
     }
     for o in outcomes.iter().filter(|o| o.killed && survivors::why(&o.name).is_some()) {
         println!(
