@@ -49,6 +49,8 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("fail/cmp-10", "http/wrong-token-409"),
     ("reap_dead/where-2", "leases/last-attempt-kept"),
     ("look/order-2", "steps/lease-reaped-beside-live-lease"),
+    ("keep-done-dropped-with-concurrency", "steps/keep-done"),
+    ("stats-without-finished-queues", "steps/stats-json"),
     ("finish_keep/cmp-1", "http/wrong-token-409"),
     ("find_index/cmp-3", "compat/app-indexes"),
     ("find_index/where-1", "compat/app-triggers"),

@@ -224,36 +224,56 @@ pub(super) fn timeout(ctx: &mut Ctx) -> CaseResult {
     )
 }
 
+/// Workers with and without --keep-done, one with --concurrency 2 too (a
+/// worker that runs its jobs side by side must keep them as well).
 pub(super) fn keep_done(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("keep.ukue")?;
     let who = ctx.subject().clone();
     let kept = ctx.add(&who, &file, "keep", "keep-me", &[])?;
     let dropped = ctx.add(&who, &file, "drop", "drop-me", &[])?;
+    let side_by_side = [
+        ctx.add(&who, &file, "keep-2", "keep-me-too", &[])?,
+        ctx.add(&who, &file, "keep-2", "keep-me-as-well", &[])?,
+    ];
     let mut keeper = probe_worker(ctx, &file, "keep", &["--keep-done"])?;
     let mut dropper = probe_worker(ctx, &file, "drop", &[])?;
-    wait_settled(ctx, &file, &[kept, dropped], secs(15), &mut [&mut keeper, &mut dropper])?;
+    let mut keeper2 = probe_worker(ctx, &file, "keep-2", &["--keep-done", "--concurrency", "2"])?;
+    let all = [kept, dropped, side_by_side[0], side_by_side[1]];
+    wait_settled(ctx, &file, &all, secs(15), &mut [&mut keeper, &mut dropper, &mut keeper2])?;
     keeper.stop(secs(15))?;
     dropper.stop(secs(15))?;
-    let added = [(kept, "keep-me"), (dropped, "drop-me")]
-        .iter()
-        .map(|&(job, payload)| Added { job, payload: payload.into(), by: who.name.clone() })
-        .collect();
+    keeper2.stop(secs(15))?;
+    let added = [
+        (kept, "keep-me"),
+        (dropped, "drop-me"),
+        (side_by_side[0], "keep-me-too"),
+        (side_by_side[1], "keep-me-as-well"),
+    ]
+    .iter()
+    .map(|&(job, payload)| Added { job, payload: payload.into(), by: who.name.clone() })
+    .collect();
     let history = common::history(ctx, &file, added)?;
     common::no_findings("each job to run exactly once", check::exactly_once(&history))?;
-    let r = row(&file, kept)?.ok_or_else(|| {
-        Failure::fail(format!("job {kept}, finished by a --keep-done worker, kept as done"), "it is gone")
-    })?;
-    ensure_eq!(
-        (r.state.as_str(), r.attempts),
-        ("done", 1),
-        format!("job {kept} finished with --keep-done: (state, attempts)")
-    );
-    not_running(&r)?;
-    ensure!(
-        r.updated_at >= r.created_at,
-        format!("job {kept}: updated_at at or after created_at"),
-        brief(&r)
-    );
+    for (id, how) in [
+        (kept, "--keep-done"),
+        (side_by_side[0], "--keep-done --concurrency 2"),
+        (side_by_side[1], "--keep-done --concurrency 2"),
+    ] {
+        let r = row(&file, id)?.ok_or_else(|| {
+            Failure::fail(format!("job {id}, finished by a `work {how}` worker, kept as done"), "it is gone")
+        })?;
+        ensure_eq!(
+            (r.state.as_str(), r.attempts),
+            ("done", 1),
+            format!("job {id} finished by `work {how}`: (state, attempts)")
+        );
+        not_running(&r)?;
+        ensure!(
+            r.updated_at >= r.created_at,
+            format!("job {id}: updated_at at or after created_at"),
+            brief(&r)
+        );
+    }
     if let Some(r) = row(&file, dropped)? {
         return Err(Failure::fail(
             format!("job {dropped}, finished without --keep-done, deleted"),

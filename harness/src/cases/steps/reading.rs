@@ -46,6 +46,9 @@ pub(super) fn stats_json(ctx: &mut Ctx) -> CaseResult {
             // z: nothing due.
             Put::new("z", "done", now),
             Put::new("z", "ready", now).run_at(now + 60_000),
+            // f: finished jobs only, a queue all the same.
+            Put::new("f", "dead", now).run_at(now - 600_000),
+            Put::new("f", "done", now),
         ],
     )?;
     let before = rows(&file)?;
@@ -56,6 +59,8 @@ pub(super) fn stats_json(ctx: &mut Ctx) -> CaseResult {
         .as_array()
         .ok_or_else(|| Failure::fail("`stats --json`: `queues` to be an array", clip(&seen.to_string())))?;
     let expected = [
+        json!({"queue": "f", "ready": 0, "delayed": 0, "running": 0, "expired": 0, "dead": 1, "done": 1,
+               "oldest_due": null}),
         json!({"queue": "q", "ready": 1, "delayed": 1, "running": 1, "expired": 1, "dead": 1, "done": 1,
                "oldest_due": rfc3339(due)}),
         json!({"queue": "r", "ready": 2, "delayed": 0, "running": 1, "expired": 0, "dead": 1, "done": 1,
@@ -66,7 +71,7 @@ pub(super) fn stats_json(ctx: &mut Ctx) -> CaseResult {
     let names: Vec<&str> = queues.iter().filter_map(|q| q["queue"].as_str()).collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
-    ensure_eq!(sorted, vec!["q", "r", "z"], "`stats --json`: the queues");
+    ensure_eq!(sorted, vec!["f", "q", "r", "z"], "`stats --json`: the queues");
     for want in &expected {
         let name = want["queue"].as_str().unwrap_or_default();
         let got = queues.iter().find(|q| q["queue"] == want["queue"]).unwrap_or(&Value::Null);

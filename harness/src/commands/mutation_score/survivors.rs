@@ -39,6 +39,10 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("serve-wait-uncapped", WHY_SLOW),
     ("serve-keeps-abandoned-claims", WHY_CLAIM_LEFT),
     ("serve-refuses-unread", WHY_KEEP_ALIVE),
+    ("serve-retry-conflict", WHY_SHOULD),
+    ("usage-twice", WHY_SHOULD),
+    ("status-only-error", WHY_SHOULD),
+    ("timeout-unnamed", WHY_SHOULD),
 ];
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
@@ -50,6 +54,7 @@ const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's del
 const WHY_ROLLBACK: &str = "a step's ROLLBACK made a no-op: the reference's steps fail after they began to write only when a statement fails, which a case can make happen only by an I/O error, and SQLite rolls a transaction back by itself on a full disk or a failed write (ioerror/work-disk-full passes this mutant: its worker lives on past its faults); a command-line process that fails a step exits, and a closed connection's transaction is rolled back. A long-lived server whose statement failed for another cause (a corrupt page) would keep its transaction open, but no case can cause that without breaking the file";
 const WHY_CLAIM_LEFT: &str = "leaves undone http.claim-left-gives-back, a `should`: the job that a claim takes for a client that has left comes back when its lease runs out, as http.claim-left (a `must`) allows and the legal variant serve-keeps-abandoned-claims does; http/poll-disconnect-gives-back (`should`) warns";
 const WHY_KEEP_ALIVE: &str = "closes the connection after a 405 without saying Connection: close: keeping a connection usable after a refusal is a `should` (http/keep-alive-after-refusal warns), and a client that sends again on a new connection is served";
+const WHY_SHOULD: &str = "breaks only a `should` item of COMMAND.md (the one its description names: a status, a message printed once, what last_error says), which a correct program may leave undone (the legal variants do: serve-other-statuses, usage-printed-twice, status-only-last-error); the `should` case that checks it warns";
 const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
 
 /// Why `name` survives the cases, if it is listed.
