@@ -157,11 +157,16 @@ pub(super) fn claim_past_delayed_levels(ctx: &mut Ctx) -> CaseResult {
     let added = add_all(ctx, &file, "q", &due)?;
     let expected: Vec<i64> = added.iter().map(|a| a.job).collect();
     run_in_order(ctx, &file, added, &expected)?;
-    for a in &waiting {
-        let r = row_present(&file, a.job)?;
+    never_claimed(&file, &waiting, "delayed job")
+}
+
+/// Fails unless each of `jobs` is still ready and was never claimed.
+fn never_claimed(file: &Path, jobs: &[Added], whose: &str) -> CaseResult {
+    for a in jobs {
+        let r = row_present(file, a.job)?;
         ensure!(
             r.state == "ready" && r.attempts == 0,
-            format!("delayed job {} ({}) to stay ready, never claimed", a.job, a.payload),
+            format!("{whose} {} ({}) to stay ready, never claimed", a.job, a.payload),
             brief(&r)
         );
     }
@@ -186,18 +191,7 @@ pub(super) fn claim_own_queue(ctx: &mut Ctx) -> CaseResult {
     let added = add_all(ctx, &file, "q", &jobs("q"))?;
     let expected: Vec<i64> = added.iter().map(|a| a.job).collect();
     run_in_order(ctx, &file, added, &expected)?;
-    for a in &others {
-        let r = row_present(&file, a.job)?;
-        ensure!(
-            r.state == "ready" && r.attempts == 0,
-            format!(
-                "job {} ({}) of another queue to stay ready, never claimed by a worker of q",
-                a.job, a.payload
-            ),
-            brief(&r)
-        );
-    }
-    Ok(())
+    never_claimed(&file, &others, "the job of another queue than q's worker's")
 }
 
 pub(super) fn delayed_not_early(ctx: &mut Ctx) -> CaseResult {
