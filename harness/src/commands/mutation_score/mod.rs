@@ -539,9 +539,22 @@ impl Run<'_> {
     /// a third party's program would not meet again.
     fn fails_again(&self, name: &str, case: &str, deadline: Instant) -> Result<bool> {
         let mut again = Outcome::unjudged(name, "", self.seed, String::new());
-        let mut child = self.spawn(Some(name), &[case])?;
-        watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), &mut again)?;
+        self.alone(Some(name), case, deadline, &mut again)?;
         Ok(again.killed)
+    }
+
+    /// Runs `case` alone against the mutant `name` (the reference when
+    /// None), its reports read into `outcome`. Past the mutant's deadline
+    /// a check still gets a case's time.
+    fn alone(
+        &self,
+        name: Option<&str>,
+        case: &str,
+        deadline: Instant,
+        outcome: &mut Outcome,
+    ) -> Result<(Ended, String)> {
+        let mut child = self.spawn(name, &[case])?;
+        watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), outcome)
     }
 
     /// A kill counts when the killing case passes the reference with the
@@ -556,10 +569,7 @@ impl Run<'_> {
             warned: Vec::new(),
             ..outcome.clone()
         };
-        let mut child = self.spawn(None, &[case])?;
-        // Past the mutant's deadline the check still gets a case's time.
-        let (ended, stderr) =
-            watch(&mut child, deadline.max(Instant::now() + Duration::from_secs(180)), &mut again)?;
+        let (ended, stderr) = self.alone(None, case, deadline, &mut again)?;
         if again.killed {
             outcome.killed = false;
             outcome.error =
@@ -781,9 +791,6 @@ fn summary(chosen: &[Listed], outcomes: &[Outcome]) -> usize {
         println!("  {} ({}){note}: {what}", o.name, o.kind);
         if !o.warned.is_empty() {
             println!("    warned: {}", o.warned.join(", "));
-        }
-        if !o.chance_kills.is_empty() {
-            println!("    failed once, by chance: {}", o.chance_kills.join(", "));
         }
         println!("    replay: {}", o.replay);
     }
