@@ -10,6 +10,7 @@
 pub mod coverage;
 pub mod evolve;
 pub mod items;
+pub mod requirements;
 pub mod rules;
 
 use std::sync::OnceLock;

@@ -9,6 +9,8 @@
 
 use serde::Serialize;
 
+use super::requirements::{self, Level};
+
 /// A numbered section of the page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
@@ -146,7 +148,7 @@ pub fn rules(markdown: &str) -> Vec<Rule> {
 
 /// `(number, title, the rest of the line)` when `line` starts a section: a
 /// heading `## 7. Invariants`, or a paragraph `1.5. **Times** are …`.
-fn section_start(line: &str) -> Option<(String, Option<String>, String)> {
+pub(crate) fn section_start(line: &str) -> Option<(String, Option<String>, String)> {
     if line.starts_with("## ") || line.starts_with("### ") {
         let text = line.trim_start_matches('#').trim_start();
         let (number, title) = text.split_once(". ")?;
@@ -217,7 +219,7 @@ fn sentences(number: &str, text: &str) -> Vec<Sentence> {
 
 /// A paragraph's sentences: each ends at `.`, `!` or `?` before a space
 /// and a capital letter, or at the paragraph's end.
-fn split_sentences(paragraph: &str) -> Vec<String> {
+pub(crate) fn split_sentences(paragraph: &str) -> Vec<String> {
     let chars: Vec<char> = paragraph.chars().collect();
     let mut out = Vec::new();
     let mut start = 0;
@@ -238,27 +240,14 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
-/// MUST or SHOULD, whichever the sentence uses first. A word named beside
-/// another of RFC 2119's (`Each MUST and SHOULD of this page`, `MUST,
-/// SHOULD and MAY`) is mentioned, not used.
+/// MUST or SHOULD, whichever the sentence uses first (a MUST NOT is a
+/// MUST, a SHOULD NOT a SHOULD); a mentioned one is none
+/// ([`requirements::levels_used`]).
 fn keyword_of(sentence: &str) -> Option<Keyword> {
-    let w: Vec<&str> = words(sentence).collect();
-    let rfc =
-        |i: Option<usize>| i.and_then(|i| w.get(i)).is_some_and(|w| matches!(*w, "MUST" | "SHOULD" | "MAY"));
-    let joins = |i: Option<usize>| i.and_then(|i| w.get(i)).is_some_and(|w| matches!(*w, "and" | "or"));
-    (0..w.len()).find_map(|i| {
-        let keyword = match w[i] {
-            "MUST" => Keyword::Must,
-            "SHOULD" => Keyword::Should,
-            _ => return None,
-        };
-        let next = if w.get(i + 1) == Some(&"NOT") { i + 2 } else { i + 1 };
-        let (before, before2) = (i.checked_sub(1), i.checked_sub(2));
-        let mentioned = rfc(Some(next))
-            || rfc(before)
-            || (joins(Some(next)) && rfc(Some(next + 1)))
-            || (joins(before) && (rfc(before2) || before2.is_some_and(|j| w[j] == "NOT")));
-        (!mentioned).then_some(keyword)
+    requirements::levels_used(sentence).into_iter().find_map(|level| match level {
+        Level::Must | Level::MustNot => Some(Keyword::Must),
+        Level::Should | Level::ShouldNot => Some(Keyword::Should),
+        Level::May => None,
     })
 }
 

@@ -346,16 +346,13 @@ fn programs_markdown(v: &ProgramsVerdict) -> String {
 }
 
 fn judge(old_path: &Path, new_path: &Path) -> Result<Evolution> {
-    let read = |path: &Path| -> Result<(String, Snapshot)> {
+    let read = |path: &Path| -> Result<Snapshot> {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-        let snapshot = Snapshot::read(&text)
-            .with_context(|| format!("{}: not a FORMAT.md evolve can read", path.display()))?;
-        Ok((text, snapshot))
+        Snapshot::read(&text).with_context(|| format!("{}: not a FORMAT.md evolve can read", path.display()))
     };
-    let (_, old) = read(old_path)?;
-    let (new_md, new) = read(new_path)?;
+    let (old, new) = (read(old_path)?, read(new_path)?);
     let cases: Vec<CaseInfo> = cases::all().iter().map(CaseInfo::from).collect();
-    Ok(evolve::compare(&old, &new, &new_md, CONFORMANCE_MD, &cases))
+    Ok(evolve::compare(&old, &new, CONFORMANCE_MD, &cases))
 }
 
 fn title(id: &str) -> &'static str {

@@ -8,10 +8,18 @@
 //! The schemas are compared as SQLite reports them ([`snapshot`]), never
 //! as SQL text; only what SQLite keeps as text alone (a CHECK clause, a
 //! partial index's WHERE) is compared as tokens ([`lex`]), and a changed
-//! CHECK is then evaluated by SQLite on probe values ([`probe`]).
+//! CHECK is then evaluated by SQLite on probe values ([`probe`]). The
+//! page's words are compared too: its requirements, their levels and
+//! constants ([`prose`], from [`crate::spec::requirements`]), and the new
+//! page against itself, where its prose and its SQL state one fact
+//! ([`agreement`]).
 
+pub mod agreement;
+#[cfg(test)]
+mod generated;
 pub mod lex;
 mod probe;
+pub mod prose;
 pub mod snapshot;
 
 use std::collections::BTreeSet;
@@ -19,6 +27,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::coverage::{self, CaseInfo, Check};
+use super::requirements::{self, Binds};
 use super::Page;
 use snapshot::{Column, Snapshot, Table};
 
@@ -36,9 +45,12 @@ pub mod rule {
     pub const STEPS: &str = "2.4.10";
     pub const OLDER_FILES: &str = "2.4.11";
     pub const NEW_VERSION: &str = "2.4.12";
+    pub const REQUIREMENTS: &str = "2.4.13";
+    pub const CONSTANTS: &str = "2.4.14";
+    pub const AGREEMENT: &str = "2.4.15";
 
     /// Each rule with the title FORMAT.md gives it.
-    pub const ALL: [(&str, &str); 12] = [
+    pub const ALL: [(&str, &str); 15] = [
         (TABLES, "Tables"),
         (COLUMNS_ADDED, "Columns added"),
         (COLUMNS_CHANGED, "Columns removed, renamed or retyped"),
@@ -51,6 +63,9 @@ pub mod rule {
         (STEPS, "What the steps do"),
         (OLDER_FILES, "Files of an earlier release"),
         (NEW_VERSION, "A new version"),
+        (REQUIREMENTS, "Requirements"),
+        (CONSTANTS, "Constants"),
+        (AGREEMENT, "The page against itself"),
     ];
 }
 
@@ -75,6 +90,9 @@ pub enum EvolveError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The new page states one fact two ways: it is wrong whatever it is
+    /// compared with.
+    Disagrees,
     /// Needs a new version: older programs cannot handle it safely.
     NeedsNewVersion,
     /// A statement changed: whether what the step does changed, only
@@ -87,6 +105,7 @@ pub enum Verdict {
 impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
+            Verdict::Disagrees => "the page disagrees with itself",
             Verdict::NeedsNewVersion => "needs a new version",
             Verdict::ChangesAStep => "changes a step: run it",
             Verdict::Allowed => "allowed within version 1",
@@ -100,10 +119,19 @@ pub struct Finding {
     /// The rule of FORMAT.md §2.4 it falls under.
     pub rule: &'static str,
     pub verdict: Verdict,
-    /// What differs: `ukue_jobs.max_attempts`, `index ukue_jobs_due`, …
+    /// Whom the change affects: the programs that write files, those that
+    /// read them, every program, or only whoever edits the page.
+    pub affects: Binds,
+    /// What differs: `ukue_jobs.max_attempts`, `index ukue_jobs_due`, a
+    /// requirement's id (`5.4/be-a-fresh-random`), …
     pub subject: String,
     /// How, in a sentence.
     pub change: String,
+    /// A requirement's words before the edit, and after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_text: Option<String>,
     /// What a later release does about it (§2.4.11), when it adds something.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -122,9 +150,10 @@ pub struct Evolution {
 
 impl Evolution {
     /// The edit breaks the promise: a difference needs a new version, and
-    /// the version was not raised.
+    /// the version was not raised; or the new page disagrees with itself.
     pub fn breaks(&self) -> bool {
-        self.new_version <= self.old_version && self.needing_new_version().next().is_some()
+        (self.new_version <= self.old_version && self.needing_new_version().next().is_some())
+            || self.findings.iter().any(|d| d.verdict == Verdict::Disagrees)
     }
 
     pub fn needing_new_version(&self) -> impl Iterator<Item = &Finding> {
@@ -143,13 +172,7 @@ impl Evolution {
 
 /// Compares two versions of FORMAT.md; `cases` and `conformance_md` say
 /// which cases check each step.
-pub fn compare(
-    old: &Snapshot,
-    new: &Snapshot,
-    new_md: &str,
-    conformance_md: &str,
-    cases: &[CaseInfo],
-) -> Evolution {
+pub fn compare(old: &Snapshot, new: &Snapshot, conformance_md: &str, cases: &[CaseInfo]) -> Evolution {
     let mut found = Findings::default();
     version(old, new, &mut found);
     tables(old, new, &mut found);
@@ -161,8 +184,22 @@ pub fn compare(
     complete_add(old, new, &mut found);
     indexes(old, new, &mut found);
     settings(old, new, &mut found);
-    let checked = coverage::coverage(Page::Format, new_md, conformance_md, cases);
+    let checked = coverage::coverage(Page::Format, &new.markdown, conformance_md, cases);
     steps(old, new, &checked, &mut found);
+    prose::compare(
+        &requirements::requirements(&old.markdown),
+        &requirements::requirements(&new.markdown),
+        &mut found,
+    );
+    for d in agreement::check(new).disagreements {
+        found.add(
+            rule::AGREEMENT,
+            Verdict::Disagrees,
+            Binds::Editors,
+            d.fact,
+            format!("{}; {}", d.prose, d.sql),
+        );
+    }
     let mut findings = found.0;
     findings.sort_by_key(|f| f.verdict);
     Evolution { old_version: old.version, new_version: new.version, findings }
@@ -176,14 +213,18 @@ impl Findings {
         &mut self,
         rule: &'static str,
         verdict: Verdict,
+        affects: Binds,
         subject: impl Into<String>,
         change: impl Into<String>,
     ) {
         self.0.push(Finding {
             rule,
             verdict,
+            affects,
             subject: subject.into(),
             change: change.into(),
+            old_text: None,
+            new_text: None,
             note: None,
             cases: Vec::new(),
         });
@@ -204,12 +245,14 @@ fn version(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
         Ordering::Greater => found.add(
             rule::NEW_VERSION,
             Verdict::Allowed,
+            Binds::Every,
             "format_version",
             format!("raised from {o} to {n}: programs of version {o} refuse the new files"),
         ),
         Ordering::Less => found.add(
             rule::NEW_VERSION,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             "format_version",
             format!("goes down from {o} to {n}"),
         ),
@@ -218,10 +261,16 @@ fn version(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
 
 fn tables(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for name in new.tables.keys().filter(|n| !old.tables.contains_key(*n)) {
-        found.add(rule::TABLES, Verdict::NeedsNewVersion, format!("table {name}"), "added");
+        found.add(rule::TABLES, Verdict::NeedsNewVersion, Binds::Every, format!("table {name}"), "added");
     }
     for name in old.tables.keys().filter(|n| !new.tables.contains_key(*n)) {
-        found.add(rule::TABLES, Verdict::NeedsNewVersion, format!("table {name}"), "removed (or renamed)");
+        found.add(
+            rule::TABLES,
+            Verdict::NeedsNewVersion,
+            Binds::Every,
+            format!("table {name}"),
+            "removed (or renamed)",
+        );
     }
     for (name, table) in &new.tables {
         let Some(before) = old.tables.get(name) else { continue };
@@ -231,13 +280,20 @@ fn tables(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
         ] {
             if was != is {
                 let change = if is { format!("made {kind}") } else { format!("no longer {kind}") };
-                found.add(rule::TABLES, Verdict::NeedsNewVersion, format!("table {name}"), change);
+                found.add(
+                    rule::TABLES,
+                    Verdict::NeedsNewVersion,
+                    Binds::Every,
+                    format!("table {name}"),
+                    change,
+                );
             }
         }
         if before.checks != table.checks {
             found.add(
                 rule::CHECKS,
                 Verdict::NeedsNewVersion,
+                Binds::Every,
                 format!("table {name}"),
                 format!("its CHECK constraints: {:?} → {:?}", before.checks, table.checks),
             );
@@ -264,6 +320,7 @@ fn columns(table: &str, before: &Table, after: &Table, old: &Snapshot, new: &Sna
         found.add(
             rule::COLUMNS_CHANGED,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             format!("{table}.{}", was.name),
             format!("renamed to {}", is.name),
         );
@@ -272,6 +329,7 @@ fn columns(table: &str, before: &Table, after: &Table, old: &Snapshot, new: &Sna
         found.add(
             rule::COLUMNS_CHANGED,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             format!("{table}.{}", column.name),
             "removed",
         );
@@ -291,13 +349,20 @@ fn column_added(table: &str, column: &Column, old: &Snapshot, found: &mut Findin
         found.add(
             rule::COLUMNS_ADDED,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             subject,
             "added NOT NULL without a default: an earlier program's add fails",
         );
         return;
     }
     let default = column.default.as_deref().unwrap_or("NULL");
-    found.add(rule::COLUMNS_ADDED, Verdict::Allowed, subject, format!("added, with the default {default}"));
+    found.add(
+        rule::COLUMNS_ADDED,
+        Verdict::Allowed,
+        Binds::Every,
+        subject,
+        format!("added, with the default {default}"),
+    );
     // Whether SQLite can add it to a file that an earlier release made.
     let alter = format!("ALTER TABLE {table} ADD COLUMN {}", column.definition);
     let fits = old.db.execute_batch(&format!("SAVEPOINT evolve; {alter};")).map_err(|e| e.to_string());
@@ -333,7 +398,13 @@ fn column_changed(
     .flatten()
     .collect();
     if !retyped.is_empty() {
-        found.add(rule::COLUMNS_CHANGED, Verdict::NeedsNewVersion, subject.clone(), retyped.join(", "));
+        found.add(
+            rule::COLUMNS_CHANGED,
+            Verdict::NeedsNewVersion,
+            Binds::Every,
+            subject.clone(),
+            retyped.join(", "),
+        );
     }
     if was.default != is.default {
         let shown = |d: &Option<String>| d.clone().unwrap_or_else(|| "none".to_string());
@@ -345,6 +416,7 @@ fn column_changed(
         found.add(
             rule,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             subject.clone(),
             format!("default {} → {}", shown(&was.default), shown(&is.default)),
         );
@@ -363,13 +435,14 @@ fn column_changed(
             if !lost.is_empty() {
                 change.push(format!("states removed: {}", list(lost)));
             }
-            found.add(rule::STATES, Verdict::NeedsNewVersion, subject, change.join("; "));
+            found.add(rule::STATES, Verdict::NeedsNewVersion, Binds::Every, subject, change.join("; "));
             return;
         }
         let how = probe::compare_checks(&new.db, &was.name, &o, &n);
         found.add(
             rule::CHECKS,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             subject,
             format!("CHECK ({}) → ({}): {how}", lex::render(&o), lex::render(&n)),
         );
@@ -393,6 +466,7 @@ fn complete_add(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
         found.add(
             rule::COLUMNS_ADDED,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             "ukue_jobs",
             format!("the complete add (`{}`) fails: {e}", snapshot::COMPLETE_ADD),
         );
@@ -403,11 +477,21 @@ fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for (name, index) in &new.indexes {
         let subject = format!("index {name}");
         match old.indexes.get(name) {
-            None if index.unique => {
-                found.add(rule::INDEXES, Verdict::NeedsNewVersion, subject, "added UNIQUE: it refuses rows")
-            }
+            None if index.unique => found.add(
+                rule::INDEXES,
+                Verdict::NeedsNewVersion,
+                Binds::Every,
+                subject,
+                "added UNIQUE: it refuses rows",
+            ),
             None => {
-                found.add(rule::INDEXES, Verdict::Allowed, subject, format!("added on {}", index.table));
+                found.add(
+                    rule::INDEXES,
+                    Verdict::Allowed,
+                    Binds::Every,
+                    subject,
+                    format!("added on {}", index.table),
+                );
                 found.last_note(format!(
                     "files of an earlier release lack it: a later release creates it (CREATE INDEX IF NOT EXISTS) \
                      or works without it (§{})",
@@ -431,19 +515,25 @@ fn indexes(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
                 .into_iter()
                 .flatten()
                 .collect();
-                found.add(rule::INDEXES, Verdict::NeedsNewVersion, subject, how.join(", "));
+                found.add(rule::INDEXES, Verdict::NeedsNewVersion, Binds::Every, subject, how.join(", "));
             }
             Some(_) => {}
         }
     }
     for name in old.indexes.keys().filter(|n| !new.indexes.contains_key(*n)) {
-        found.add(rule::INDEXES, Verdict::NeedsNewVersion, format!("index {name}"), "removed (or renamed)");
+        found.add(
+            rule::INDEXES,
+            Verdict::NeedsNewVersion,
+            Binds::Every,
+            format!("index {name}"),
+            "removed (or renamed)",
+        );
     }
 }
 
 fn settings(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
     for key in new.keys.difference(&old.keys) {
-        found.add(rule::SETTINGS, Verdict::Allowed, format!("ukue_meta key {key}"), "added");
+        found.add(rule::SETTINGS, Verdict::Allowed, Binds::Every, format!("ukue_meta key {key}"), "added");
         found.last_note(format!(
             "files of an earlier release lack it: a later release writes it or works without it (§{})",
             rule::OLDER_FILES
@@ -453,6 +543,7 @@ fn settings(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
         found.add(
             rule::SETTINGS,
             Verdict::NeedsNewVersion,
+            Binds::Every,
             format!("ukue_meta key {key}"),
             "removed (or renamed)",
         );
@@ -492,7 +583,7 @@ fn steps(old: &Snapshot, new: &Snapshot, checked: &coverage::Coverage, found: &m
             } else {
                 (rule::STEPS, Verdict::ChangesAStep)
             };
-            found.add(rule, verdict, format!("statement {name}"), change);
+            found.add(rule, verdict, Binds::of_section(section), format!("statement {name}"), change);
             found.0.last_mut().expect("just added").cases = cases_of(section);
         }
     }
@@ -518,7 +609,7 @@ mod tests {
     fn judge(new_md: &str) -> Evolution {
         let old = Snapshot::read(FORMAT_MD).unwrap();
         let new = Snapshot::read(new_md).unwrap();
-        compare(&old, &new, new_md, crate::spec::CONFORMANCE_MD, &[])
+        compare(&old, &new, crate::spec::CONFORMANCE_MD, &[])
     }
 
     #[test]
@@ -554,12 +645,18 @@ mod tests {
             .as_deref()
             .is_some_and(|n| n.contains("ALTER TABLE ukue_jobs ADD COLUMN")));
 
-        let fewer = judge(&FORMAT_MD.replacen("NOT NULL DEFAULT 10 CHECK", "NOT NULL DEFAULT 5 CHECK", 1));
+        let fewer =
+            judge(&FORMAT_MD.replacen("NOT NULL DEFAULT 10 CHECK", "NOT NULL DEFAULT 5 CHECK", 1).replacen(
+                "max_attempts 10,",
+                "max_attempts 5,",
+                1,
+            ));
         assert!(fewer.breaks());
         let d = &fewer.findings[0];
         assert_eq!(
             (d.rule, d.subject.as_str(), d.change.as_str()),
             (rule::DEFAULTS, "ukue_jobs.max_attempts", "default 10 → 5")
         );
+        assert_eq!(fewer.findings.len(), 1, "the prose of §5.3 changed with it: {fewer:?}");
     }
 }

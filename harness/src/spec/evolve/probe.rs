@@ -44,7 +44,12 @@ fn shown(value: &rusqlite::types::Value) -> String {
 /// Whether the clause takes `value` in `column` (a CHECK passes unless it
 /// is false); None when SQLite cannot evaluate it alone (it names another
 /// column).
-fn passes(db: &Connection, column: &str, check: &[Token], value: &rusqlite::types::Value) -> Option<bool> {
+pub(super) fn passes(
+    db: &Connection,
+    column: &str,
+    check: &[Token],
+    value: &rusqlite::types::Value,
+) -> Option<bool> {
     let column = column.to_lowercase();
     let expr: Vec<Token> = check
         .iter()

@@ -68,6 +68,8 @@ pub struct Snapshot {
     pub complete_add: Result<(), String>,
     /// The connection holding the schema, for probes.
     pub db: Connection,
+    /// The page itself, for what is read from its words.
+    pub markdown: String,
 }
 
 /// The complete add of §5.3, with a queue and a payload only.
@@ -123,6 +125,7 @@ impl Snapshot {
             statements,
             complete_add,
             db,
+            markdown: markdown.to_string(),
         })
     }
 
