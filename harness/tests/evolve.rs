@@ -24,6 +24,8 @@ use support::{conformance, repo};
 /// One edit of the catalogue.
 struct Edit {
     name: String,
+    /// The page it edits, under spec/.
+    page: String,
     exit: i32,
     finds: Vec<String>,
     hunks: Vec<Hunk>,
@@ -73,7 +75,8 @@ fn parse(path: &Path) -> Edit {
         }
     }
     assert!(!hunks.is_empty(), "{name}: no hunk");
-    Edit { name, exit, finds: header("finds"), hunks }
+    let page = header("page").first().cloned().unwrap_or_else(|| "FORMAT.md".to_string());
+    Edit { name, page, exit, finds: header("finds"), hunks }
 }
 
 /// The page with the edit applied: each hunk where its lines are, once;
@@ -86,10 +89,11 @@ fn apply(edit: &Edit, page: &str) -> Result<String, String> {
             .collect();
         if at.len() != 1 {
             return Err(format!(
-                "{}.patch, hunk {}, no longer applies to spec/FORMAT.md: its lines are found {} times, not once \
+                "{}.patch, hunk {}, no longer applies to spec/{}: its lines are found {} times, not once \
                  (make it again against the page as it is now):\n{}",
                 edit.name,
                 i + 1,
+                edit.page,
                 at.len(),
                 hunk.before.join("\n")
             ));
@@ -119,12 +123,12 @@ fn evolve(dir: &Path, old: &str, new: &str, format: &str) -> (i32, String, Strin
 
 #[test]
 fn each_edit_of_the_catalogue_gets_its_verdict() {
-    let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
     let edits = catalogue();
     assert!(edits.len() >= 20, "the catalogue holds {} edits", edits.len());
     let dir = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
     for edit in &edits {
+        let page = std::fs::read_to_string(repo().join("spec").join(&edit.page)).unwrap();
         let edited = applied(edit, &page);
         let (code, stdout, stderr) = evolve(dir.path(), &page, &edited, "json");
         let json: serde_json::Value =
@@ -133,13 +137,11 @@ fn each_edit_of_the_catalogue_gets_its_verdict() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|d| {
-                format!(
-                    "{} {} {}",
-                    d["verdict"].as_str().unwrap(),
-                    d["rule"].as_str().unwrap(),
-                    d["subject"].as_str().unwrap()
-                )
+            .map(|d| match d["verdict"].as_str() {
+                Some(verdict) => {
+                    format!("{verdict} {} {}", d["rule"].as_str().unwrap(), d["subject"].as_str().unwrap())
+                }
+                None => format!("{} {}", d["change"].as_str().unwrap(), d["id"].as_str().unwrap()),
             })
             .collect();
         let missing: Vec<&String> = edit.finds.iter().filter(|f| !found.contains(f)).collect();
@@ -189,14 +191,15 @@ fn the_three_edits_of_the_table_get_three_answers() {
 }
 
 #[test]
-fn a_changed_step_names_its_cases_and_markdown_is_a_table() {
+fn a_changed_step_names_its_cases_and_markdown_is_a_changelog() {
     let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
     let edit = catalogue().into_iter().find(|e| e.name == "claim-order-changed").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (code, md, _) = evolve(dir.path(), &page, &applied(&edit, &page), "markdown");
     assert_eq!(code, 0, "{md}");
     assert!(md.starts_with("### ✅ FORMAT.md: keeps the promise"), "{md}");
-    assert!(md.contains("| changes a step: run it | §2.4.10 What the steps do | `statement pick` |"), "{md}");
+    assert!(md.contains("#### 🔁 Changes a step: run its cases (1)"), "{md}");
+    assert!(md.contains("| §2.4.10 What the steps do | programs that write | `statement pick` |"), "{md}");
     assert!(md.contains("`steps/claim-order-priority`"), "the pick's cases: {md}");
     assert!(md.contains("--cases 'steps/claim-order-priority'"), "{md}");
 }
@@ -217,6 +220,10 @@ fn a_path_or_a_page_it_cannot_read_is_a_usage_error() {
     let (code, _, stderr) = evolve(dir.path(), &no_version, &page, "human");
     assert_eq!(code, 2);
     assert!(stderr.contains("OLD.md") && stderr.contains("§2.1 names no version"), "{stderr}");
+    let command = std::fs::read_to_string(repo().join("spec/COMMAND.md")).unwrap();
+    let (code, _, stderr) = evolve(dir.path(), &page, &command, "human");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("a FORMAT.md") && stderr.contains("a COMMAND.md"), "{stderr}");
 }
 
 /// An edit of FORMAT.md elsewhere (a paragraph added near the top, which
@@ -227,7 +234,7 @@ fn patches_apply_after_unrelated_edits_and_say_when_they_do_not() {
     let page = std::fs::read_to_string(repo().join("spec/FORMAT.md")).unwrap();
     let moved = page.replacen("## 1. The file\n", "## 1. The file\n\nA paragraph\nof three\nlines.\n", 1);
     assert_ne!(moved, page);
-    for edit in catalogue() {
+    for edit in catalogue().into_iter().filter(|e| e.page == "FORMAT.md") {
         let edited = apply(&edit, &moved).unwrap_or_else(|e| panic!("after an unrelated edit: {e}"));
         assert!(edited.contains("A paragraph\nof three\nlines."), "{}", edit.name);
     }
@@ -299,8 +306,11 @@ fn the_workflow_puts_the_verdict_in_the_job_summary() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = std::fs::read_to_string(&summary).unwrap();
     assert!(summary.starts_with("### ❌ FORMAT.md: BREAKS the promise of version 1"), "{summary}");
+    assert!(summary.contains("#### ❌ Needs a new version"), "{summary}");
     assert!(
-        summary.contains("| needs a new version | §2.4.3 Columns removed, renamed or retyped |"),
+        summary.contains(
+            "| §2.4.3 Columns removed, renamed or retyped | every program | `ukue_jobs.last_error` |"
+        ),
         "{summary}"
     );
     assert!(summary.contains("### ✅ Old and new programs on one file"), "{summary}");

@@ -234,6 +234,15 @@ fn print_diff(changes: &[coverage::RuleChange], old: &std::path::Path, new: &std
     for c in changes {
         let cases = checks(&c.cases);
         let verdict = match (c.change, c.cases.is_empty()) {
+            (Change::Level, _) => {
+                let (was, is) = c.levels.map_or(("?", "?"), |(o, n)| (o.as_str(), n.as_str()));
+                let cases = if c.cases.is_empty() {
+                    "no case checks it".to_string()
+                } else {
+                    format!("rerun {cases}")
+                };
+                format!("{was} → {is}: {cases}")
+            }
             (Change::Changed, false) => format!("rerun {cases}"),
             (Change::Changed, true) => "no case checks it".to_string(),
             (Change::Added, false) => format!("checked by {cases}"),
@@ -247,6 +256,7 @@ fn print_diff(changes: &[coverage::RuleChange], old: &std::path::Path, new: &std
             (Change::Removed, true) => "no case checked it".to_string(),
         };
         let word = match c.change {
+            Change::Level => "level",
             Change::Changed => "changed",
             Change::Added => "added",
             Change::Removed => "removed",

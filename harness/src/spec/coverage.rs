@@ -249,6 +249,9 @@ pub fn rules_of(case: &Case) -> Vec<String> {
 pub enum Change {
     /// Its text changed: rerun the cases that check it.
     Changed,
+    /// Its level changed (a COMMAND.md item made `should` or `must`):
+    /// its cases' levels follow it.
+    Level,
     /// New: a case checks it only if one names it (a reworded sentence gets
     /// a new id, and loses the check the old one had).
     Added,
@@ -265,6 +268,9 @@ pub struct RuleChange {
     pub old: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new: Option<String>,
+    /// For a level changed, the old level and the new.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub levels: Option<(RuleKind, RuleKind)>,
     pub cases: Vec<Check>,
 }
 
@@ -286,12 +292,13 @@ pub fn diff(
     let mut changes = Vec::new();
     for n in &new.rules {
         match find(&old, &n.rule.id) {
-            Some(o) if same(&o.rule.text, &n.rule.text) => {}
+            Some(o) if same(&o.rule.text, &n.rule.text) && o.rule.kind == n.rule.kind => {}
             Some(o) => changes.push(RuleChange {
                 id: n.rule.id.clone(),
-                change: Change::Changed,
+                change: if o.rule.kind == n.rule.kind { Change::Changed } else { Change::Level },
                 old: Some(o.rule.text),
                 new: Some(n.rule.text.clone()),
+                levels: (o.rule.kind != n.rule.kind).then_some((o.rule.kind, n.rule.kind)),
                 cases: n.cases.clone(),
             }),
             None => changes.push(RuleChange {
@@ -299,6 +306,7 @@ pub fn diff(
                 change: Change::Added,
                 old: None,
                 new: Some(n.rule.text.clone()),
+                levels: None,
                 cases: n.cases.clone(),
             }),
         }
@@ -309,6 +317,7 @@ pub fn diff(
             change: Change::Removed,
             old: Some(o.rule.text.clone()),
             new: None,
+            levels: None,
             cases: o.cases.clone(),
         });
     }
@@ -424,6 +433,22 @@ mod tests {
             "{:?}",
             c.problems
         );
+    }
+
+    /// Two must items made should: not "the same rules, word for word".
+    #[test]
+    fn a_level_changed_is_a_change() {
+        let page = crate::spec::COMMAND_MD;
+        let edited = page.replacen("- `exit.success` (must):", "- `exit.success` (should):", 1).replacen(
+            "- `exit.error-prefix` (must):",
+            "- `exit.error-prefix` (should):",
+            1,
+        );
+        let changes = diff(Page::Command, page, &edited, crate::spec::CONFORMANCE_MD, &[]);
+        let lowered = Some((RuleKind::Must, RuleKind::Should));
+        assert!(changes.iter().all(|c| c.change == Change::Level && c.levels == lowered), "{changes:?}");
+        let ids: Vec<&str> = changes.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["exit.success", "exit.error-prefix"]);
     }
 
     #[test]

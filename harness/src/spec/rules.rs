@@ -195,6 +195,10 @@ fn sentences(number: &str, text: &str) -> Vec<Sentence> {
             paragraphs.push(String::new());
         } else if in_code || trimmed.starts_with('|') || trimmed.starts_with('#') || trimmed.is_empty() {
             paragraphs.push(String::new());
+        } else if list_item(trimmed) && !paragraphs.last().is_some_and(|p| p.ends_with([':', ';'])) {
+            // An item ends the sentence before it, unless that sentence
+            // leads into the list (`MUST:`) or the item before ran on (`;`).
+            paragraphs.push(trimmed.to_string());
         } else if let Some(last) = paragraphs.last_mut() {
             last.push(' ');
             last.push_str(trimmed);
@@ -215,6 +219,14 @@ fn sentences(number: &str, text: &str) -> Vec<Sentence> {
         }
     }
     found
+}
+
+/// Whether a line starts a list item (`- …`, `2. …`).
+fn list_item(line: &str) -> bool {
+    line.starts_with("- ")
+        || line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// A paragraph's sentences: each ends at `.`, `!` or `?` before a space

@@ -10,6 +10,7 @@
 //! could not work (a build of `--base` that failed).
 
 mod base;
+mod changelog;
 mod programs;
 
 use std::path::{Path, PathBuf};
@@ -22,9 +23,10 @@ use crate::cases;
 use crate::report::{failure_text, Status};
 use crate::spec::coverage::CaseInfo;
 use crate::spec::evolve::snapshot::Snapshot;
-use crate::spec::evolve::{self, rule, Evolution, Finding, Verdict};
-use crate::spec::CONFORMANCE_MD;
+use crate::spec::evolve::{self, contract};
+use crate::spec::{Page, CONFORMANCE_MD};
 use crate::subjects::ctx::DEFAULT_CRASH_KILLS;
+use changelog::TextVerdict;
 use programs::{Direction, Programs, ProgramsVerdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -175,8 +177,8 @@ fn evolve(args: &EvolveArgs) -> Result<u8, Trouble> {
     let pages = sides.pages.as_ref();
     match args.format {
         EvolveFormat::Human => {
-            if let (Some(e), Some((old, new))) = (&text, pages) {
-                print_human(e, old, new);
+            if let (Some(t), Some((old, new))) = (&text, pages) {
+                print!("{}", t.human(old, new));
             }
             if let Some(ran) = &ran {
                 if text.is_some() {
@@ -186,15 +188,15 @@ fn evolve(args: &EvolveArgs) -> Result<u8, Trouble> {
             }
         }
         EvolveFormat::Json => {
-            let mut value = text.as_ref().map_or_else(|| serde_json::json!({}), json);
+            let mut value = text.as_ref().map_or_else(|| serde_json::json!({}), TextVerdict::json);
             if let Some(ran) = &ran {
                 value["programs"] = programs_json(ran);
             }
             println!("{value}");
         }
         EvolveFormat::Markdown => {
-            if let (Some(e), Some((old, new))) = (&text, pages) {
-                print!("{}", markdown(e, old, new));
+            if let (Some(t), Some((old, new))) = (&text, pages) {
+                print!("{}", t.markdown(old, new));
             }
             if let Some(ran) = &ran {
                 print!("{}", programs_markdown(ran));
@@ -202,7 +204,7 @@ fn evolve(args: &EvolveArgs) -> Result<u8, Trouble> {
         }
     }
     let broken =
-        text.as_ref().is_some_and(Evolution::breaks) || ran.as_ref().is_some_and(ProgramsVerdict::breaks);
+        text.as_ref().is_some_and(TextVerdict::breaks) || ran.as_ref().is_some_and(ProgramsVerdict::breaks);
     Ok(if broken { exit::FAILURES } else { exit::OK })
 }
 
@@ -345,143 +347,30 @@ fn programs_markdown(v: &ProgramsVerdict) -> String {
     out
 }
 
-fn judge(old_path: &Path, new_path: &Path) -> Result<Evolution> {
-    let read = |path: &Path| -> Result<Snapshot> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-        Snapshot::read(&text).with_context(|| format!("{}: not a FORMAT.md evolve can read", path.display()))
-    };
-    let (old, new) = (read(old_path)?, read(new_path)?);
+/// The two pages' text judged: FORMAT.md by the format's promise,
+/// COMMAND.md by the contract's.
+fn judge(old_path: &Path, new_path: &Path) -> Result<TextVerdict> {
+    let read = |path: &Path| std::fs::read_to_string(path).with_context(|| format!("{}", path.display()));
+    let (old_md, new_md) = (read(old_path)?, read(new_path)?);
     let cases: Vec<CaseInfo> = cases::all().iter().map(CaseInfo::from).collect();
-    Ok(evolve::compare(&old, &new, CONFORMANCE_MD, &cases))
-}
-
-fn title(id: &str) -> &'static str {
-    rule::ALL.iter().find(|(r, _)| *r == id).map_or("", |(_, t)| t)
-}
-
-/// The verdict on the edit, in a sentence.
-fn summary(e: &Evolution) -> String {
-    let needing = e.needing_new_version().count();
-    let steps = e.findings.iter().filter(|d| d.verdict == Verdict::ChangesAStep).count();
-    let run_it = if steps > 0 {
-        format!(
-            "; {}: run the cases that check them",
-            count(steps, "statement changed", "statements changed")
-        )
-    } else {
-        String::new()
-    };
-    if e.findings.is_empty() {
-        "no difference in the schema, the keys, the version or the statements".to_string()
-    } else if e.breaks() {
-        format!(
-            "BREAKS the promise of version {}: {} a new version, and format_version stayed {}{run_it}",
-            e.old_version,
-            count(needing, "difference needs", "differences need"),
-            e.new_version
-        )
-    } else if e.new_version > e.old_version {
-        format!("a new version ({} → {}): every change is allowed{run_it}", e.old_version, e.new_version)
-    } else if steps > 0 {
-        format!(
-            "keeps the promise of version {} as far as the text shows: nothing needs a new version{run_it}",
-            e.old_version
-        )
-    } else {
-        format!("keeps the promise of version {}: every difference is allowed within it", e.old_version)
-    }
-}
-
-/// `1 thing is` or `2 things are`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-fn print_human(e: &Evolution, old: &Path, new: &Path) {
-    println!(
-        "{} → {} (format_version {} → {})\n",
-        old.display(),
-        new.display(),
-        e.old_version,
-        e.new_version
-    );
-    for d in &e.findings {
-        println!("{:<24} §{:<6} {}: {}", d.verdict.as_str(), d.rule, d.subject, d.change);
-        println!("{:<24} {:<7} ({})", "", "", title(d.rule));
-        if let Some(note) = &d.note {
-            println!("{:<32} {note}", "");
+    match (Page::of(&old_md), Page::of(&new_md)) {
+        (Page::Command, Page::Command) => {
+            Ok(TextVerdict::Command(contract::compare(&old_md, &new_md, CONFORMANCE_MD, &cases)))
         }
-        if !d.cases.is_empty() {
-            let ids: Vec<&str> = d.cases.iter().map(|c| c.id.as_str()).collect();
-            println!("{:<32} checked by {}", "", ids.join(", "));
+        (Page::Format, Page::Format) => {
+            let snapshot = |text: &str, path: &Path| {
+                Snapshot::read(text)
+                    .with_context(|| format!("{}: not a FORMAT.md evolve can read", path.display()))
+            };
+            let (old, new) = (snapshot(&old_md, old_path)?, snapshot(&new_md, new_path)?);
+            Ok(TextVerdict::Format(evolve::compare(&old, &new, CONFORMANCE_MD, &cases)))
         }
+        (o, n) => anyhow::bail!(
+            "{} is a {} and {} a {}: evolve compares two versions of one page",
+            old_path.display(),
+            o.name(),
+            new_path.display(),
+            n.name()
+        ),
     }
-    if !e.findings.is_empty() {
-        println!();
-    }
-    println!("verdict: {}", summary(e));
-    if let Some(rerun) = rerun_line(e) {
-        println!("to run them:\n  {rerun}");
-    }
-}
-
-fn rerun_line(e: &Evolution) -> Option<String> {
-    let cases = e.cases_to_run();
-    (!cases.is_empty()).then(|| {
-        let flags: Vec<String> = cases.iter().map(|id| format!("--cases '{id}'")).collect();
-        format!("ukue-conformance {}", flags.join(" "))
-    })
-}
-
-fn json(e: &Evolution) -> serde_json::Value {
-    let findings: Vec<serde_json::Value> = e
-        .findings
-        .iter()
-        .map(|d: &Finding| {
-            let mut value = serde_json::json!(d);
-            value["title"] = serde_json::json!(title(d.rule));
-            value
-        })
-        .collect();
-    serde_json::json!({
-        "old_version": e.old_version, "new_version": e.new_version, "breaks": e.breaks(),
-        "summary": summary(e), "findings": findings, "cases_to_run": e.cases_to_run(),
-    })
-}
-
-/// A table a difference a row, for a pull request's comment.
-fn markdown(e: &Evolution, old: &Path, new: &Path) -> String {
-    let mut out = String::new();
-    let mark = if e.breaks() { "❌" } else { "✅" };
-    out.push_str(&format!("### {mark} FORMAT.md: {}\n\n", summary(e)));
-    out.push_str(&format!(
-        "`{}` → `{}`, format_version {} → {}; the rules are FORMAT.md §2.4.\n\n",
-        old.display(),
-        new.display(),
-        e.old_version,
-        e.new_version
-    ));
-    if !e.findings.is_empty() {
-        out.push_str("| verdict | rule | what | change | cases |\n|---|---|---|---|---|\n");
-        for d in &e.findings {
-            let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
-            let mut change = cell(&d.change);
-            if let Some(note) = &d.note {
-                change.push_str(&format!("<br>{}", cell(note)));
-            }
-            let cases: Vec<String> = d.cases.iter().map(|c| format!("`{}`", c.id)).collect();
-            out.push_str(&format!(
-                "| {} | §{} {} | `{}` | {change} | {} |\n",
-                d.verdict.as_str(),
-                d.rule,
-                title(d.rule),
-                d.subject,
-                cases.join(", ")
-            ));
-        }
-    }
-    if let Some(rerun) = rerun_line(e) {
-        out.push_str(&format!("\nTo run the cases of the changed steps:\n\n```sh\n{rerun}\n```\n"));
-    }
-    out
 }

@@ -276,6 +276,16 @@ fn application_id(page: &Snapshot, text: &str, a: &mut Agreement) {
     }
 }
 
+/// The application id a page gives its files: the one its statement
+/// sets, or else the one §1.3 names.
+pub fn application_id_of(page: &Snapshot) -> Option<i64> {
+    assigned(page, "set_application_id").or_else(|| {
+        let sections = rules::sections(&page.markdown);
+        let text = sections.iter().find(|s| s.number == "1.3").map(|s| prose(&s.text))?;
+        tokens(&text).iter().find_map(|w| w.strip_prefix("0x").and_then(|h| i64::from_str_radix(h, 16).ok()))
+    })
+}
+
 /// The unit of time §1.5 counts in, and how many of it make a day.
 fn per_day(unit: &str) -> Option<i64> {
     Some(match unit {

@@ -15,6 +15,7 @@
 //! ([`agreement`]).
 
 pub mod agreement;
+pub mod contract;
 #[cfg(test)]
 mod generated;
 pub mod lex;
@@ -28,6 +29,7 @@ use serde::Serialize;
 
 use super::coverage::{self, CaseInfo, Check};
 use super::requirements::{self, Binds};
+use super::rules::RuleKind;
 use super::Page;
 use snapshot::{Column, Snapshot, Table};
 
@@ -186,11 +188,30 @@ pub fn compare(old: &Snapshot, new: &Snapshot, conformance_md: &str, cases: &[Ca
     settings(old, new, &mut found);
     let checked = coverage::coverage(Page::Format, &new.markdown, conformance_md, cases);
     steps(old, new, &checked, &mut found);
+    let from = found.0.len();
     prose::compare(
         &requirements::requirements(&old.markdown),
         &requirements::requirements(&new.markdown),
         &mut found,
     );
+    // A changed requirement names the cases that check its sentence, as a
+    // changed statement does: the sentence as it reads now, or as it read.
+    let old_checked = coverage::coverage(Page::Format, &old.markdown, conformance_md, cases);
+    for d in &mut found.0[from..] {
+        let of = |c: &coverage::Coverage, text: &Option<String>| -> Vec<Check> {
+            let Some(text) = text else { return Vec::new() };
+            c.rules
+                .iter()
+                .filter(|r| r.rule.kind != RuleKind::Section && &r.rule.text == text)
+                .flat_map(|r| r.cases.clone())
+                .collect()
+        };
+        d.cases = of(&checked, &d.new_text);
+        if d.cases.is_empty() {
+            d.cases = of(&old_checked, &d.old_text);
+        }
+    }
+    application_id(old, new, &mut found);
     for d in agreement::check(new).disagreements {
         found.add(
             rule::AGREEMENT,
@@ -256,6 +277,24 @@ fn version(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
             "format_version",
             format!("goes down from {o} to {n}"),
         ),
+    }
+}
+
+/// The application id a file is stamped with (§1.3): a constant of the
+/// format, however the page states it (§2.4.14).
+fn application_id(old: &Snapshot, new: &Snapshot, found: &mut Findings) {
+    if let (Some(o), Some(n)) = (agreement::application_id_of(old), agreement::application_id_of(new)) {
+        if o != n {
+            found.add(
+                rule::CONSTANTS,
+                Verdict::NeedsNewVersion,
+                Binds::Every,
+                "application_id",
+                format!(
+                    "0x{o:08X} → 0x{n:08X}: the files a later release makes carry another mark than version 1's"
+                ),
+            );
+        }
     }
 }
 
