@@ -228,7 +228,7 @@ fn format_markdown(e: &Evolution, old: &Path, new: &Path) -> String {
         }
     }
     if let Some(rerun) = rerun_line(&e.cases_to_run()) {
-        out.push_str(&format!("\nTo run the cases of the changed steps:\n\n```sh\n{rerun}\n```\n"));
+        out.push_str(&format!("\nTo run the cases that check what changed:\n\n```sh\n{rerun}\n```\n"));
     }
     out
 }
