@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use super::conformance::{exit, interrupt_kills_everything, run_suite, selected, RunArgs};
-use super::shard::ShardArgs;
+use super::suite::{exit, interrupt_kills_everything, run_suite, selected, RunArgs, ShardArgs};
 use crate::report;
 use crate::report::matrix::{Column, Matrix};
 use crate::report::merge::merge;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::conformance::{exit, Format};
+use super::suite::{exit, Format};
 use crate::cases;
 use crate::spec::coverage::{self, CaseInfo, Change, Check, Coverage, RuleCoverage};
 use crate::spec::{self, rules::RuleKind, Page};

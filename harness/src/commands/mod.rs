@@ -7,7 +7,7 @@
 //! - [`variant`]: `ukue-variant`, a correct `ukue` that differs from the
 //!   reference;
 //! - [`driver`]: `ukue-driver`, the step-driver protocol over the reference;
-//! - [`shard`]: the runner's `--partition`, soak flags and `merge`;
+//! - [`merge`]: the runner's `merge`, a run's shards as one verdict;
 //! - [`coverage`]: the runner's `coverage`, the rules of FORMAT.md and
 //!   the cases that check them;
 //! - [`evolve`]: the runner's `evolve`, an edit of FORMAT.md judged by
@@ -15,6 +15,9 @@
 //! - [`compare`]: the runner's `compare`, implementations side by side;
 //! - [`mutation_score`]: the runner's `mutants --run-cases`, the cases
 //!   judged by the mutants they kill.
+//!
+//! What the runner's commands share (its flags, exit statuses, a run of
+//! the suite and its replay line) is [`suite`], which uses no command.
 //!
 //! `ukue-bench` is [`crate::bench`]; `ukue-reference` is the reference
 //! `ukue` itself (`ukue::cli`), installed with the runner.
@@ -24,11 +27,12 @@
 //! [`broken`]: crate::commands::broken
 //! [`variant`]: crate::commands::variant
 //! [`driver`]: crate::commands::driver
-//! [`shard`]: crate::commands::shard
+//! [`merge`]: crate::commands::merge
 //! [`coverage`]: crate::commands::coverage
 //! [`evolve`]: crate::commands::evolve
 //! [`compare`]: crate::commands::compare
 //! [`mutation_score`]: crate::commands::mutation_score
+//! [`suite`]: crate::commands::suite
 
 pub mod broken;
 pub mod compare;
@@ -36,7 +40,8 @@ pub mod conformance;
 pub mod coverage;
 pub mod driver;
 pub mod evolve;
+pub mod merge;
 pub mod mutation_score;
 pub mod probe;
-pub mod shard;
+pub mod suite;
 pub mod variant;

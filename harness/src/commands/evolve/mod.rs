@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::conformance::{beside_me, exit, interrupt_kills_everything, me, RunArgs};
+use super::suite::{beside_me, exit, interrupt_kills_everything, me, RunArgs};
 use crate::cases;
 use crate::report::{failure_text, Status};
 use crate::spec::coverage::CaseInfo;

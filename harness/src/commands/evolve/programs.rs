@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 
-use super::super::conformance::{globs, run_suite, RunArgs};
-use super::super::shard::ShardArgs;
+use super::super::suite::ShardArgs;
+use super::super::suite::{globs, run_suite, RunArgs};
 use crate::cases::evolve::{mixed, NEW_MEETS_OLD_FILE, OLD_REFUSES_NEW_FILE};
 use crate::cases::Case;
 use crate::report::{self, CaseReport, RunInfo, Status};

@@ -28,7 +28,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use super::conformance::{exit, globs, parse_duration};
+use super::suite::{exit, globs, parse_duration};
 use crate::cases::{self, Case};
 use crate::subjects::process::Procs;
 use crate::subjects::{broken, mutants};
@@ -591,7 +591,7 @@ impl Run<'_> {
             Some(name) => cmd.arg("--impl").arg(self.broken).env("UKUE_BROKEN", name),
             None => cmd
                 .arg("--impl")
-                .arg(self.broken.with_file_name(super::conformance::REFERENCE))
+                .arg(self.broken.with_file_name(super::suite::REFERENCE))
                 .env_remove("UKUE_BROKEN"),
         };
         cmd.args(["--format", "json", "--fail-fast", "--seed"])
@@ -618,7 +618,7 @@ impl Run<'_> {
 static RUNNING: std::sync::Mutex<Option<u32>> = std::sync::Mutex::new(None);
 
 /// On SIGINT or SIGTERM: pass it on to the run going on (which kills every
-/// process its cases started: conformance::interrupt_kills_everything),
+/// process its cases started: suite::interrupt_kills_everything),
 /// then exit 130. Its results so far are in --results already.
 fn stop_with_the_suite() -> Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -673,7 +673,7 @@ fn watch(child: &mut Child, deadline: Instant, outcome: &mut Outcome) -> Result<
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) if !timed_out => {
                 // SIGTERM: the runner kills every process its cases
-                // started, then exits (conformance::interrupt_kills_everything).
+                // started, then exits (suite::interrupt_kills_everything).
                 timed_out = true;
                 let pid = nix::unistd::Pid::from_raw(child.id() as i32);
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
