@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::spec::evolve::contract::{ContractEvolution, ItemChange, ItemFinding};
-use crate::spec::evolve::prose::{word_diff, word_diff_markdown, word_diff_text};
+use crate::spec::evolve::prose::{word_diff, word_diff_markdown, word_diff_text, Piece};
 use crate::spec::evolve::{rule, Evolution, Finding, Verdict};
 
 /// What the two pages' words say: a FORMAT.md edit judged by the
@@ -104,15 +104,40 @@ fn summary(e: &Evolution) -> String {
     }
 }
 
-/// The words a finding's requirement had and has, marked where they
-/// differ; or what it said, when it was added or removed.
-fn words(d: &Finding, marked: fn(&[crate::spec::evolve::prose::Piece]) -> String) -> Option<String> {
-    match (&d.old_text, &d.new_text) {
-        (Some(o), Some(n)) if o != n => Some(marked(&word_diff(o, n))),
-        (Some(o), Some(_)) => Some(o.clone()),
+/// The words a requirement or an item had and has, marked where they
+/// differ; what it said, when it was added or removed; None when they
+/// are the same.
+fn marked(old: Option<&String>, new: Option<&String>, mark: fn(&[Piece]) -> String) -> Option<String> {
+    match (old, new) {
+        (Some(o), Some(n)) if o != n => Some(mark(&word_diff(o, n))),
         (Some(o), None) => Some(format!("was: {o}")),
         (None, Some(n)) => Some(format!("now: {n}")),
-        (None, None) => None,
+        _ => None,
+    }
+}
+
+/// A finding's words: marked where they changed, or as they stand when
+/// only their place or level changed.
+fn words(d: &Finding, mark: fn(&[Piece]) -> String) -> Option<String> {
+    marked(d.old_text.as_ref(), d.new_text.as_ref(), mark).or_else(|| d.old_text.clone())
+}
+
+/// The cases that check a change, on a line of their own.
+fn checked_by(out: &mut String, indent: usize, cases: &[crate::spec::coverage::Check]) {
+    if !cases.is_empty() {
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        out.push_str(&format!("{:<indent$} checked by {}\n", "", ids.join(", ")));
+    }
+}
+
+/// The verdict's line, and the command that runs the cases of what changed.
+fn verdict_lines(out: &mut String, changed: bool, summary: String, cases: &[&str], what: &str) {
+    if changed {
+        out.push('\n');
+    }
+    out.push_str(&format!("verdict: {summary}\n"));
+    if let Some(rerun) = rerun_line(cases) {
+        out.push_str(&format!("{what}:\n  {rerun}\n"));
     }
 }
 
@@ -140,18 +165,9 @@ fn format_human(e: &Evolution, old: &Path, new: &Path) -> String {
         if let Some(note) = &d.note {
             out.push_str(&format!("{:<32} {note}\n", ""));
         }
-        if !d.cases.is_empty() {
-            let ids: Vec<&str> = d.cases.iter().map(|c| c.id.as_str()).collect();
-            out.push_str(&format!("{:<32} checked by {}\n", "", ids.join(", ")));
-        }
+        checked_by(&mut out, 32, &d.cases);
     }
-    if !e.findings.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&format!("verdict: {}\n", summary(e)));
-    if let Some(rerun) = rerun_line(&e.cases_to_run()) {
-        out.push_str(&format!("to run them:\n  {rerun}\n"));
-    }
+    verdict_lines(&mut out, !e.findings.is_empty(), summary(e), &e.cases_to_run(), "to run them");
     out
 }
 
@@ -263,35 +279,23 @@ fn item_change(f: &ItemFinding) -> String {
     }
 }
 
-fn item_words(f: &ItemFinding, marked: fn(&[crate::spec::evolve::prose::Piece]) -> String) -> Option<String> {
-    match (&f.old_text, &f.new_text) {
-        (Some(o), Some(n)) if o != n => Some(marked(&word_diff(o, n))),
-        (Some(_), Some(_)) => None,
-        (Some(o), None) => Some(format!("was: {o}")),
-        (None, Some(n)) => Some(format!("now: {n}")),
-        (None, None) => None,
-    }
-}
-
 fn contract_human(c: &ContractEvolution, old: &Path, new: &Path) -> String {
     let mut out = format!("{} → {} (COMMAND.md)\n\n", old.display(), new.display());
     for f in &c.findings {
         out.push_str(&format!("{:<16} {}: {}\n", item_change(f), f.id, f.effect.as_str()));
-        if let Some(words) = item_words(f, word_diff_text) {
+        if let Some(words) = marked(f.old_text.as_ref(), f.new_text.as_ref(), word_diff_text) {
             out.push_str(&format!("{:<16} {words}\n", ""));
         }
-        if !f.cases.is_empty() {
-            let ids: Vec<&str> = f.cases.iter().map(|c| c.id.as_str()).collect();
-            out.push_str(&format!("{:<16} checked by {}\n", "", ids.join(", ")));
-        }
+        checked_by(&mut out, 16, &f.cases);
     }
-    if !c.findings.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&format!("verdict: {}\n", contract_summary(c)));
-    if let Some(rerun) = rerun_line(&c.cases_to_run()) {
-        out.push_str(&format!("to run the cases of the changed items:\n  {rerun}\n"));
-    }
+    let cases = c.cases_to_run();
+    verdict_lines(
+        &mut out,
+        !c.findings.is_empty(),
+        contract_summary(c),
+        &cases,
+        "to run the cases of the changed items",
+    );
     out
 }
 
@@ -310,7 +314,7 @@ fn contract_markdown(c: &ContractEvolution, old: &Path, new: &Path) -> String {
         out.push_str("\n| item | change | for a program that passed | cases |\n|---|---|---|---|\n");
         for f in &c.findings {
             let mut change = item_change(f);
-            if let Some(words) = item_words(f, word_diff_markdown) {
+            if let Some(words) = marked(f.old_text.as_ref(), f.new_text.as_ref(), word_diff_markdown) {
                 change.push_str(&format!("<br>{}", cell(&words)));
             }
             let cases: Vec<String> = f.cases.iter().map(|c| format!("`{}`", c.id)).collect();
