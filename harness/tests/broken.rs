@@ -88,6 +88,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-retry-conflict", "http/refusal-statuses"),
     ("serve-milliseconds", "http/add-options"),
     ("serve-milliseconds", "http/claim-options"),
+    ("serve-milliseconds", "http/long-poll"),
     ("serve-json-content-type-only", "http/add-options"),
     ("serve-ignores-retry-in", "http/fail-options"),
     ("serve-expired-lease-lost", "http/lease-lost"),
