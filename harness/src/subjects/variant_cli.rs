@@ -210,7 +210,7 @@ pub fn run(
     let name = command.name();
     let json = matches!(&command, Cmd::List(a) if a.json) || matches!(&command, Cmd::Show { json: true, .. });
     // text.escape: what stats, list and show print for a terminal.
-    let text = matches!(&command, Cmd::List(a) if !a.json)
+    let for_a_terminal = matches!(&command, Cmd::List(a) if !a.json)
         || matches!(&command, Cmd::Show { json: false, .. } | Cmd::Stats { json: false, .. });
     match command {
         Cmd::Work(args) if runs_own_work(variant) => return work(variant, options, args),
@@ -256,7 +256,7 @@ pub fn run(
     if variant.has(Choice::OtherWording) {
         printed = reworded(name, &printed).into_bytes();
     }
-    if variant.has(Choice::JsonEscapes) && text {
+    if variant.has(Choice::JsonEscapes) && for_a_terminal {
         printed = json_escapes(&String::from_utf8_lossy(&printed)).into_bytes();
     }
     out.write_all(&printed)?;
