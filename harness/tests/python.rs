@@ -105,6 +105,13 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "cli/init-prints",
     ),
     (
+        "init makes the file in the working directory, under FILE's last name",
+        "ukue.py",
+        "    with Opened(pos[0], create=True):\n        pass\n",
+        "    with Opened(os.path.basename(pos[0]), create=True):\n        pass\n",
+        "cli/init-creates",
+    ),
+    (
         "init makes an existing file anew",
         "ukue.py",
         "    with Opened(pos[0], create=True):\n        pass\n",
@@ -200,7 +207,7 @@ const EDITS: &[(&str, &str, &str, &str, &str)] = &[
         "ukue.py",
         "    except CommandError as e:\n        complain(f\"ukue {name}: {printable(str(e))}\\n\")\n",
         "    except CommandError as e:\n        complain(f\"{printable(str(e))}\\n\")\n",
-        "cli/error-exit-1",
+        "cli/error-prefix",
     ),
     (
         "ukue without arguments exits 0",

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::subjects::probe::{holds, now_ms, script, Action, Record, RecordKind};
 
-/// The longest a `gather:` or `await:` word waits.
+/// The longest an `await:` word waits.
 const LONGEST_WAIT: Duration = Duration::from_secs(60);
 
 /// The `ukue-probe` binary: exits with the status the script gives.
@@ -79,11 +79,6 @@ fn wait_until(mut done: impl FnMut() -> bool) {
     while !done() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// How many start records the log holds.
-fn starts(log: &Path) -> usize {
-    std::fs::read_to_string(log).map(|text| text.matches("{\"event\":\"start\"").count()).unwrap_or(0)
 }
 
 fn write_out(mut out: impl Write, bytes: &[u8]) {
@@ -158,7 +153,6 @@ fn run(log: PathBuf, args: Vec<String>) -> i32 {
                     let _ = signal::raise(sig);
                 }
             }
-            Action::Gather(n) => wait_until(|| starts(&log) >= n),
             Action::Await(name) => wait_until(|| log.with_file_name(&name).exists()),
             Action::Env(_) | Action::Background { .. } => {}
         }

@@ -12,7 +12,7 @@ use clap::Parser;
 use ukue::cli::args::Cli;
 use ukue::OpenOptions;
 
-use crate::subjects::variant_cli::{argv, error_text, run, unreadable};
+use crate::subjects::variant_cli::{argv, error_line, error_text, run, unreadable};
 use crate::subjects::variants;
 
 pub fn main() -> ExitCode {
@@ -45,7 +45,7 @@ pub fn main() -> ExitCode {
     match run(variant, cli.command, &options, &mut out).and_then(|()| Ok(out.flush()?)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ukue {command}: {}", error_text(variant, &e));
+            eprintln!("{}", error_line(variant, command, &error_text(variant, &e)));
             ExitCode::from(ukue::cli::exit_status(&e))
         }
     }

@@ -38,10 +38,6 @@ pub enum Action {
     FillStderr(usize),
     /// `signal:N` — send itself signal N (ending without an end record).
     Signal(i32),
-    /// `gather:N` — wait until the log holds N start records (N commands
-    /// started, the others still running if none has ended), at most a
-    /// minute.
-    Gather(usize),
     /// `await:NAME` — wait until a file NAME exists beside the log, at most
     /// a minute.
     Await(String),
@@ -71,7 +67,6 @@ pub fn script(payload: &str) -> Vec<Action> {
                 "stderr" => Some(Action::Stderr(arg.to_string())),
                 "fill-stderr" => arg.parse().ok().map(Action::FillStderr),
                 "signal" => arg.parse().ok().map(Action::Signal),
-                "gather" => arg.parse().ok().map(Action::Gather),
                 "await" if !arg.is_empty() && !arg.contains('/') => Some(Action::Await(arg.to_string())),
                 "env" if !arg.is_empty() => Some(Action::Env(arg.to_string())),
                 "background" => arg.parse().ok().map(|ms| Action::Background { ms, ignore_term: false }),
@@ -275,13 +270,12 @@ mod tests {
         );
         assert_eq!(script("just a label exit:x"), vec![]);
         assert_eq!(
-            script("stdout:a stderr:b fill-stderr:9 signal:9 gather:4 await:go env:HOME"),
+            script("stdout:a stderr:b fill-stderr:9 signal:9 await:go env:HOME"),
             vec![
                 Action::Stdout("a".into()),
                 Action::Stderr("b".into()),
                 Action::FillStderr(9),
                 Action::Signal(9),
-                Action::Gather(4),
                 Action::Await("go".into()),
                 Action::Env("HOME".into()),
             ]

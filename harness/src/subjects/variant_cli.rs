@@ -43,7 +43,8 @@ pub fn argv(variant: &Variant, mut words: Vec<OsString>) -> Result<Vec<OsString>
     }
     if variant.has(Choice::DelaysUpToACentury) && command == "add" {
         if let Some(value) = delay_past_a_century(&words[..end]) {
-            eprintln!("ukue add: --delay {} is too long: a delay is at most 100 years", escape(&value));
+            let why = format!("--delay {} is too long: a delay is at most 100 years", escape(&value));
+            eprintln!("{}", error_line(variant, "add", &why));
             return Err(1);
         }
     }
@@ -151,7 +152,7 @@ pub fn unreadable(variant: &Variant, words: &[OsString], e: clap::Error) -> u8 {
         } else {
             format!("invalid value {value:?} for {arg}")
         };
-        eprintln!("ukue {command}: {}", escape(&why));
+        eprintln!("{}", error_line(variant, command, &escape(&why)));
         return 1;
     }
     let rendered = e.render().to_string();
@@ -208,6 +209,9 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let name = command.name();
     let json = matches!(&command, Cmd::List(a) if a.json) || matches!(&command, Cmd::Show { json: true, .. });
+    // text.escape: what stats, list and show print for a terminal.
+    let for_a_terminal = matches!(&command, Cmd::List(a) if !a.json)
+        || matches!(&command, Cmd::Show { json: false, .. } | Cmd::Stats { json: false, .. });
     match command {
         Cmd::Work(args) if runs_own_work(variant) => return work(variant, options, args),
         Cmd::Serve(args) if super::variant_serve::changes_serve(variant) => {
@@ -252,8 +256,36 @@ pub fn run(
     if variant.has(Choice::OtherWording) {
         printed = reworded(name, &printed).into_bytes();
     }
+    if variant.has(Choice::JsonEscapes) && for_a_terminal {
+        printed = json_escapes(&String::from_utf8_lossy(&printed)).into_bytes();
+    }
     out.write_all(&printed)?;
     result
+}
+
+/// Text escaped as the reference escapes it (`\xNN`, and a backslash
+/// doubled, so that it reads back one way) with each `\xNN` written as
+/// JSON writes that character, `\u00NN`.
+fn json_escapes(escaped: &str) -> String {
+    let mut out = String::with_capacity(escaped.len());
+    let mut rest = escaped;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let hex = after
+            .strip_prefix('x')
+            .and_then(|h| h.get(..2))
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let (written, skip) = match (hex, after.starts_with('\\')) {
+            (Some(hex), _) => (format!("\\u00{hex}"), 3),
+            (None, true) => ("\\\\".to_string(), 1),
+            (None, false) => ("\\".to_string(), 0),
+        };
+        out.push_str(&written);
+        rest = &after[skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn open(options: &OpenOptions, file: &Path) -> anyhow::Result<Ukue> {
@@ -314,10 +346,20 @@ fn delay_past_a_century(words: &[OsString]) -> Option<String> {
     found
 }
 
-/// What the reference's `retry`, `purge` and `delete` print, in other
-/// words: each line still says what was done, and how many.
+/// What the reference's `init`, `retry`, `purge` and `delete` print, in
+/// other words: each line still says what was done, and how many.
 fn reworded(command: &str, printed: &[u8]) -> String {
     let text = String::from_utf8_lossy(printed);
+    if command == "init" {
+        // init.prints, a `should`, left undone.
+        return text
+            .lines()
+            .map(|line| match line.strip_suffix(" is ready (ukue file format 1)") {
+                Some(file) => format!("made {file}: an empty ukue file\n"),
+                None => format!("{line}\n"),
+            })
+            .collect();
+    }
     if !matches!(command, "retry" | "purge" | "delete") {
         return text.into_owned();
     }
@@ -337,9 +379,29 @@ fn reworded(command: &str, printed: &[u8]) -> String {
     out
 }
 
+/// The line that says why `command` failed: `ukue COMMAND: TEXT`, or in
+/// the variant's words (exit.error-prefix, a `should`, left undone).
+pub fn error_line(variant: &Variant, command: &str, text: &str) -> String {
+    if variant.has(Choice::OtherWording) {
+        format!("error: `ukue {command}` could not go on: {text}")
+    } else {
+        format!("ukue {command}: {text}")
+    }
+}
+
 /// The text of an error as the variant words it, escaped as the
-/// reference escapes it; the caller puts `ukue COMMAND: ` before it.
+/// reference escapes it ([`error_line`] puts it in its line).
 pub fn error_text(variant: &Variant, e: &anyhow::Error) -> String {
+    let text = worded_error(variant, e);
+    if variant.has(Choice::JsonEscapes) {
+        return json_escapes(&text);
+    }
+    text
+}
+
+/// The text of an error in the variant's words, escaped as the reference
+/// escapes it.
+fn worded_error(variant: &Variant, e: &anyhow::Error) -> String {
     if !variant.has(Choice::OtherWording) {
         return escape(&format!("{e:#}"));
     }
@@ -590,12 +652,17 @@ mod tests {
     }
 
     #[test]
+    fn json_escapes_rewrite_each_escape_and_nothing_else() {
+        assert_eq!(json_escapes(&escape("a\x1b[31mb\u{9b}c\\x41 \\")), "a\\u001b[31mb\\u009bc\\\\x41 \\\\");
+        assert_eq!(json_escapes("cut \\x1"), "cut \\x1");
+        assert_eq!(json_escapes("plain é"), "plain é");
+    }
+
+    #[test]
     fn messages_are_reworded_but_keep_their_numbers() {
         assert_eq!(reworded("retry", b"3 dead job(s) ready again\n"), "sent back 3 dead job(s)\n");
         assert_eq!(reworded("purge", b"deleted 2 done job(s)\n"), "purged done jobs: 2\n");
-        assert_eq!(
-            reworded("init", b"F is ready (ukue file format 1)\n"),
-            "F is ready (ukue file format 1)\n"
-        );
+        assert_eq!(reworded("init", b"F is ready (ukue file format 1)\n"), "made F: an empty ukue file\n");
+        assert_eq!(reworded("version", b"ukue 0.1.0 (file format 1)\n"), "ukue 0.1.0 (file format 1)\n");
     }
 }

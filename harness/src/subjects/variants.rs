@@ -62,6 +62,9 @@ pub enum Choice {
     RangeErrorsExit1,
     /// stats.text, list.text, show.text: other layouts.
     OtherTextLayouts,
+    /// text.escape-form: control characters written as `\u001b`, as JSON
+    /// writes them, not `\x1b`.
+    JsonEscapes,
     /// Every message in other words, but what items fix.
     OtherWording,
     /// exit.usage-once: a usage error's message printed twice.
@@ -116,6 +119,7 @@ pub const ALL_CHOICES: &[Choice] = &[
     MaxBodyZeroDefault,
     RangeErrorsExit1,
     OtherTextLayouts,
+    JsonEscapes,
     OtherWording,
     UsageTwice,
     HelpOnStderr,
@@ -296,11 +300,28 @@ pub const VARIANTS: &[Variant] = &[
         choices: &[OtherTextLayouts],
     },
     Variant {
+        name: "escapes-as-json",
+        items: &["text.escape-form"],
+        touches: &["text.escape"],
+        what: "the text output of stats, list and show, and error messages, write each control character as \
+               JSON does (`\\u001b`, `\\u009b`), not as `\\x1b`: none reaches the terminal raw",
+        choices: &[JsonEscapes],
+    },
+    Variant {
         name: "other-wording",
-        items: &["retry.ids", "retry.all", "purge.state", "exit.error", "exit.usage", "file.newer-version-message"],
-        touches: &["exit.error-prefix", "work.command-not-found", "work.quiet", "work.output", "init.creates", "version.output"],
-        what: "every message in other words (errors keep the `ukue COMMAND: ` prefix; a newer version's \
-               refusal names no version), and work's own lines too",
+        items: &[
+            "retry.ids",
+            "retry.all",
+            "purge.state",
+            "exit.error",
+            "exit.error-prefix",
+            "exit.usage",
+            "file.newer-version-message",
+            "init.prints",
+        ],
+        touches: &["work.command-not-found", "work.quiet", "work.output", "init.creates", "version.output"],
+        what: "every message in other words (errors start `error: `, not `ukue COMMAND: `; a newer version's \
+               refusal names no version; init says it made the file), and work's own lines too",
         choices: &[OtherWording],
     },
     Variant {

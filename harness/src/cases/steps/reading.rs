@@ -131,7 +131,7 @@ pub(super) fn list_json(ctx: &mut Ctx) -> CaseResult {
         check_job(job, r, &format!("`list --json`: job {}", r.id))?;
     }
 
-    let (after1, after6) = (id(1).to_string(), id(6).to_string());
+    let (after0, after1, after6) = (id(0).to_string(), id(1).to_string(), id(6).to_string());
     let filters: Vec<(Vec<&str>, Vec<i64>)> = vec![
         (vec!["--state", "ready"], vec![id(0), id(5), id(6), id(7)]),
         (vec!["--state", "delayed"], vec![id(1)]),
@@ -146,6 +146,10 @@ pub(super) fn list_json(ctx: &mut Ctx) -> CaseResult {
         (vec!["--after", &after1, "--limit", "3"], vec![id(2), id(3), id(4)]),
         (vec!["--after", &after6], vec![id(7)]),
         (vec!["--queue", "a", "--after", &after1, "--limit", "2"], vec![id(3), id(4)]),
+        // --after with --state: the jobs in the state past the id, not
+        // from the first job in it.
+        (vec!["--state", "ready", "--after", &after1], vec![id(5), id(6), id(7)]),
+        (vec!["--queue", "a", "--state", "ready", "--after", &after0], vec![id(6)]),
     ];
     for (options, expected) in filters {
         let mut args = vec!["list", f.as_str(), "--json"];

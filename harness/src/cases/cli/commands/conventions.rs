@@ -1,5 +1,6 @@
 //! spec/COMMAND.md §1 and §11: usage errors (exit status 2), errors
-//! (exit status 1, `ukue COMMAND: `), help, and `version`.
+//! (exit status 1; the published messages start `ukue COMMAND: `), help,
+//! and `version`.
 //!
 //! The published command reads its whole command line before it opens a
 //! file (cmd/ukue/main.go: `parse`, then the count of positional
@@ -7,7 +8,10 @@
 //! as it was; only `retry` and `delete` open the file before they read
 //! their IDs, so a bad ID here comes alone.
 
+use std::process::Output;
+
 use crate::cases::{common, CaseResult};
+use crate::ensure;
 use crate::subjects::ctx::{clip, path_str, Ctx};
 use crate::subjects::Failure;
 
@@ -259,7 +263,9 @@ const ERRORS: &[(&str, &[&str])] = &[
     ("a job that is not dead", &["retry", "FILE", "READY"]),
 ];
 
-pub(super) fn error_exit_1(ctx: &mut Ctx) -> CaseResult {
+/// Runs each command of [`ERRORS`]; those whose outcome `wrong` (given
+/// the command's name and its outcome) finds wrong, for a report.
+fn errors_where(ctx: &mut Ctx, wrong: impl Fn(&str, &Output) -> bool) -> Result<Vec<String>, Failure> {
     let who = ctx.subject().clone();
     let (file, ready) = file_with_job(ctx, "errors.ukue")?;
     let missing = ctx.path("missing.ukue");
@@ -279,20 +285,36 @@ pub(super) fn error_exit_1(ctx: &mut Ctx) -> CaseResult {
         std::fs::write(&notes, "not a ukue file\n")?;
         let args = fill(template, &values);
         let out = run(ctx, &who, &args, None)?;
-        let prefix = format!("ukue {}: ", template[0]);
-        let stderr = text(&out.stderr);
-        if out.status.code() != Some(1) || !stderr.starts_with(&prefix) {
+        if wrong(template[0], &out) {
             problems.push(format!("{} ({what}): {}", shown(ctx, &who, &args), common::outcome(&out)));
         }
     }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::fail(
-        "each command that cannot do what it was asked to be an error: exit status 1, and a message on \
-         stderr that starts `ukue COMMAND: ` (such as `ukue show: `)",
-        problems.join("\n"),
-    ))
+    Ok(problems)
+}
+
+/// exit.error (must): exit status 1 and a message, in any words.
+pub(super) fn error_exit_1(ctx: &mut Ctx) -> CaseResult {
+    let problems =
+        errors_where(ctx, |_, out| out.status.code() != Some(1) || text(&out.stderr).trim().is_empty())?;
+    ensure!(
+        problems.is_empty(),
+        "each command that cannot do what it was asked to be an error: exit status 1, and a message on stderr",
+        problems.join("\n")
+    );
+    Ok(())
+}
+
+/// exit.error-prefix (should): the message starts as the published
+/// command's do.
+pub(super) fn error_prefix(ctx: &mut Ctx) -> CaseResult {
+    let problems =
+        errors_where(ctx, |command, out| !text(&out.stderr).starts_with(&format!("ukue {command}: ")))?;
+    ensure!(
+        problems.is_empty(),
+        "the message of each error to start `ukue COMMAND: ` (such as `ukue show: `)",
+        problems.join("\n")
+    );
+    Ok(())
 }
 
 pub(super) fn version(ctx: &mut Ctx) -> CaseResult {

@@ -1,5 +1,6 @@
-//! spec/COMMAND.md §2 and §3: what `init` prints (the published one,
-//! `FILE is ready (ukue file format 1)` with FILE as given), `init` on a
+//! spec/COMMAND.md §2 and §3: the file `init` makes wherever FILE points,
+//! what it prints (the published line, `FILE is ready (ukue file format
+//! 1)` with FILE as given, a `should`), `init` on a
 //! file that is one already (the published `open` only checks it), and
 //! the message that refuses a newer format (the published one names the
 //! file's version and the one it reads up to).
@@ -15,19 +16,49 @@ use crate::{ensure, ensure_eq};
 
 use super::{run, shown, succeeded, text};
 
-pub(super) fn init_prints(ctx: &mut Ctx) -> CaseResult {
-    let who = ctx.subject().clone();
-    std::fs::create_dir(ctx.path("sub"))?;
-    let absolute = ctx.path("absolute.ukue");
-    let given = [
+/// FILE as a user may give it: relative, through `..`, with a space and
+/// non-ASCII, and absolute.
+fn given_paths(ctx: &Ctx) -> Result<[String; 4], Failure> {
+    std::fs::create_dir_all(ctx.path("sub"))?;
+    Ok([
         "relative.ukue".to_string(),
         "./sub/../dotted.ukue".to_string(),
         "sub/with space é.ukue".to_string(),
-        path_str(&absolute).to_string(),
-    ];
-    for file in given {
+        path_str(&ctx.path("absolute.ukue")).to_string(),
+    ])
+}
+
+/// init.creates (must): `init FILE` exits 0 and leaves a ukue file of
+/// format 1 at FILE, however FILE is written.
+pub(super) fn init_creates(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    for file in given_paths(ctx)? {
         let on_disk = ctx.dir.join(&file);
         ctx.tracked.push(on_disk.clone());
+        let args = vec!["init".to_string(), file.clone()];
+        let out = run(ctx, &who, &args, None)?;
+        succeeded(ctx, &who, &args, &out, "to create the file")?;
+        ensure!(
+            on_disk.is_file(),
+            format!("{} to make the file {file}", shown(ctx, &who, &args)),
+            format!("no file there; the directory holds {:?}", common::listing(&ctx.dir)?)
+        );
+        let version: String = read(&on_disk)?.query_row(
+            "SELECT value FROM ukue_meta WHERE key = 'format_version'",
+            [],
+            |r| r.get(0),
+        )?;
+        ensure_eq!(version, "1", format!("the format_version of the file `init {file}` made"));
+    }
+    Ok(())
+}
+
+/// init.prints (should): the line the published command prints, FILE as
+/// given.
+pub(super) fn init_prints(ctx: &mut Ctx) -> CaseResult {
+    let who = ctx.subject().clone();
+    for file in given_paths(ctx)? {
+        ctx.tracked.push(ctx.dir.join(&file));
         let args = vec!["init".to_string(), file.clone()];
         let out = run(ctx, &who, &args, None)?;
         let stdout = succeeded(ctx, &who, &args, &out, "to create the file")?;
@@ -37,12 +68,6 @@ pub(super) fn init_prints(ctx: &mut Ctx) -> CaseResult {
             format!("{} to print the line {line:?}", shown(ctx, &who, &args)),
             format!("stdout {stdout:?}")
         );
-        let version: String = read(&on_disk)?.query_row(
-            "SELECT value FROM ukue_meta WHERE key = 'format_version'",
-            [],
-            |r| r.get(0),
-        )?;
-        ensure_eq!(version, "1", format!("the format_version of the file `init {file}` made"));
     }
     Ok(())
 }

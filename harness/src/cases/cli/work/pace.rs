@@ -3,7 +3,7 @@
 //! looks again (`--poll`).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cases::steps::rows::brief_all;
 use crate::cases::steps::running::still_working;
@@ -21,6 +21,16 @@ use super::support::{most_at_once, probe_worker, records, secs, wait_started, PO
 /// Commands at once, and jobs due (more than that).
 const WIDE: usize = 4;
 const WIDE_JOBS: usize = 6;
+
+/// The file whose making lets every held command of the case end.
+const GO: &str = "go";
+
+/// How long the case goes on holding every command once the workers run
+/// as many as they may, watching for one more to start. A worker that
+/// runs one more claims it right after the last: at most 254 ms later in
+/// 40 runs under `fresh-conditions --load 2` (spec/CONFORMANCE.md, "The
+/// work cases").
+const HOLD: Duration = Duration::from_secs(3);
 
 fn starts(records: &[Record]) -> usize {
     records.iter().filter(|r| r.event == RecordKind::Start).count()
@@ -49,35 +59,56 @@ fn wait_drained(
     })
 }
 
+/// Every command waits for the case's word (`await:go`), so none ends
+/// before the case has seen how many run at once, whatever the machine's
+/// pace: a worker of `--concurrency 4` with six jobs due must get to four
+/// (a worker that runs fewer never does), and one without the flag, two
+/// jobs due, to one; then the case holds them all [`HOLD`] longer, and a
+/// worker that runs one more starts it meanwhile. The order of the
+/// probe's records (a run's end is written before its process exits)
+/// never shows more at once than ran.
 pub(in crate::cases::cli) fn concurrency(ctx: &mut Ctx) -> CaseResult {
     let who = ctx.subject().clone();
     let wide = ctx.init("wide.ukue")?;
     let narrow = ctx.init("default.ukue")?;
-    // Each waits until WIDE commands have started, so that none ends
-    // before WIDE run at once; then lingers, so that a worker that runs
-    // more at once shows it.
     for i in 0..WIDE_JOBS {
-        ctx.add(&who, &wide, "q", &format!("gather:{WIDE} sleep:300 wide-{i}"), &[])?;
+        ctx.add(&who, &wide, "q", &format!("await:{GO} wide-{i}"), &[])?;
     }
-    // Two jobs due at once: a worker that runs two by default starts the
-    // second while the first sleeps.
-    ctx.add(&who, &narrow, "q", "sleep:600 first", &[])?;
-    ctx.add(&who, &narrow, "q", "second", &[])?;
+    ctx.add(&who, &narrow, "q", &format!("await:{GO} first"), &[])?;
+    ctx.add(&who, &narrow, "q", &format!("await:{GO} second"), &[])?;
     let wide_n = WIDE.to_string();
     let mut options = vec!["--concurrency", wide_n.as_str()];
     options.extend(POLL);
     let (mut wide_worker, wide_log) = probe_worker(ctx, &wide, "q", &options, "wide.log", &[])?;
     let (mut narrow_worker, narrow_log) = probe_worker(ctx, &narrow, "q", &POLL, "default.log", &[])?;
-    let what = format!("{WIDE} commands running at once (--concurrency {WIDE}, {WIDE_JOBS} jobs due)");
+    let counts = || -> Result<(usize, usize), Failure> {
+        Ok((starts(&records(&wide_log)?), starts(&records(&narrow_log)?)))
+    };
+    let what = format!(
+        "{WIDE} commands running at once (--concurrency {WIDE}, {WIDE_JOBS} jobs due), and 1 without \
+         --concurrency (2 jobs due)"
+    );
     ctx.wait_for(&what, secs(20), || {
-        still_working(&mut [&mut wide_worker])?;
-        Ok(starts(&records(&wide_log)?) >= WIDE)
+        still_working(&mut [&mut wide_worker, &mut narrow_worker])?;
+        let (wide_started, narrow_started) = counts()?;
+        Ok(wide_started >= WIDE && narrow_started >= 1)
     })
     .map_err(|mut f| {
-        let seen = records(&wide_log).map(|r| starts(&r)).unwrap_or(0);
-        f.seen = format!("{}: {seen} started", f.seen);
+        let (wide_started, narrow_started) = counts().unwrap_or_default();
+        f.seen = format!("{}: {wide_started} and {narrow_started} started", f.seen);
         f
     })?;
+    // Held on; ends early only once a worker has run more than it may.
+    let hold_end = Instant::now() + HOLD;
+    while Instant::now() < hold_end {
+        still_working(&mut [&mut wide_worker, &mut narrow_worker])?;
+        let (wide_started, narrow_started) = counts()?;
+        if wide_started > WIDE || narrow_started > 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(ctx.path(GO), "")?;
     wait_drained(ctx, &[&wide, &narrow], secs(20), &mut [&mut wide_worker, &mut narrow_worker])?;
     wide_worker.stop(secs(15))?;
     narrow_worker.stop(secs(15))?;
