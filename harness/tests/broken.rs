@@ -218,6 +218,8 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("reap-first-error", "steps/paths-to-last-attempt"),
     ("reap-first-error", "http/paths-to-last-attempt"),
     ("renew-keeps-longer", "http/last-value-wins"),
+    ("fail-first-run-at", "http/last-value-wins"),
+    ("fail-first-updated-at", "steps/paths-to-last-attempt"),
     ("serve-stale-reads", "http/reads-fresh"),
     ("serve-time-no-zero-millis", "sweep/json-times-http"),
     ("serve-base64-no-padding", "sweep/payload-http"),

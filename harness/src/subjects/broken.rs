@@ -503,6 +503,23 @@ pub const BUGS: &[Bug] = &[
         serve: SOUND,
     },
     Bug {
+        name: "fail-first-run-at",
+        what: "a failure keeps the job's run_at (`coalesce(run_at, …)`): a retry_in or a backoff is ignored, the job due at once",
+        edits: &[
+            (Stmt::Fail, "ELSE :now + coalesce(:retry_in,", "ELSE coalesce(run_at, :now + coalesce(:retry_in,"),
+            (Stmt::Fail, "/ 10 + 1)))\n             END", "/ 10 + 1))))\n             END"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "fail-first-updated-at",
+        what: "a failure keeps the job's updated_at (`updated_at = coalesce(updated_at, :now)`)",
+        edits: &[(Stmt::Fail, "last_error = :error, updated_at = :now", "last_error = :error, updated_at = coalesce(updated_at, :now)")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
         name: "renew-keeps-longer",
         what: "a renewal to a shorter lease keeps the longer one (`lease_until = max(lease_until, :now + :lease)`)",
         edits: &[(Stmt::Renew, "SET lease_until = :now + :lease", "SET lease_until = max(lease_until, :now + :lease)")],

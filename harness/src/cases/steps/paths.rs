@@ -24,6 +24,14 @@ use super::{secs, CLOCK_TOL};
 
 /// What an earlier attempt left in `last_error`.
 const EARLIER: &str = "an earlier failure";
+/// How long the failing commands run (ms) before they exit, and the
+/// give-back worker's `--grace`: each step's updated_at comes after. A
+/// timeout (`--timeout 1s`) counts from the command's start, which the
+/// probe records a moment later: half of it, to stay clear of that moment
+/// on a loaded machine (a claim's updated_at is before the start).
+const RUNS_FOR: i64 = 300;
+const TIMEOUT: i64 = 500;
+const GRACE: i64 = 300;
 
 /// A job of the case: what it is, and what it must be once its path ran.
 struct Ended {
@@ -33,10 +41,13 @@ struct Ended {
     attempts: i64,
     /// The step sets last_error (every path but the give-back).
     sets_error: bool,
+    /// How long (ms) its command runs before the step: the step's
+    /// updated_at is at least that long after the command's start.
+    runs_for: i64,
 }
 
 /// Fails unless job `p` is as its path leaves it, and every field its
-/// step sets is that step's (`since`: when the workers started). A job
+/// step sets is that step's (`since`: no earlier than the step). A job
 /// left ready that the worker ran again (`ran_again`: a short backoff)
 /// has ended its last attempt since: dead, with all its attempts.
 fn after_its_path(file: &Path, p: &Ended, since: i64, ran_again: bool) -> CaseResult {
@@ -88,27 +99,33 @@ pub(super) fn paths_to_last_attempt(ctx: &mut Ctx) -> CaseResult {
         &[
             expired("reaped before the last attempt", 2, "a-dead-worker"),
             expired("reaped on the last attempt", 3, "another-dead-worker"),
-            ready("exit:3 fails before the last attempt", 1),
-            ready("exit:3 fails on the last attempt", 2),
+            ready("sleep:300 exit:3 fails before the last attempt", 1),
+            ready("sleep:300 exit:3 fails on the last attempt", 2),
             ready("sleep:30000 times out before the last attempt", 1),
             ready("sleep:30000 times out on the last attempt", 2),
-            ready("exit:65 fails for good before the last attempt", 1),
+            ready("sleep:300 exit:65 fails for good before the last attempt", 1),
             Put::new("give-back", "ready", now)
                 .text("sleep:30000 given back on the last attempt")
                 .attempts(2, 3),
         ],
     )?;
-    let path =
-        |what, i: usize, state, attempts, sets_error| Ended { what, id: ids[i], state, attempts, sets_error };
+    let path = |what, i: usize, state, attempts, sets_error, runs_for| Ended {
+        what,
+        id: ids[i],
+        state,
+        attempts,
+        sets_error,
+        runs_for,
+    };
     let paths = [
-        path("its lease ran out on attempt 2 of 3, reaped", 0, "ready", 2, true),
-        path("its lease ran out on attempt 3 of 3, reaped", 1, "dead", 3, true),
-        path("exit 3 on attempt 2 of 3", 2, "ready", 2, true),
-        path("exit 3 on attempt 3 of 3", 3, "dead", 3, true),
-        path("timed out on attempt 2 of 3", 4, "ready", 2, true),
-        path("timed out on attempt 3 of 3", 5, "dead", 3, true),
-        path("exit 65 on attempt 2 of 3", 6, "dead", 2, true),
-        path("given back at the end of the grace on attempt 3 of 3", 7, "ready", 2, false),
+        path("its lease ran out on attempt 2 of 3, reaped", 0, "ready", 2, true, 0),
+        path("its lease ran out on attempt 3 of 3, reaped", 1, "dead", 3, true, 0),
+        path("exit 3 on attempt 2 of 3", 2, "ready", 2, true, RUNS_FOR),
+        path("exit 3 on attempt 3 of 3", 3, "dead", 3, true, RUNS_FOR),
+        path("timed out on attempt 2 of 3", 4, "ready", 2, true, TIMEOUT),
+        path("timed out on attempt 3 of 3", 5, "dead", 3, true, TIMEOUT),
+        path("exit 65 on attempt 2 of 3", 6, "dead", 2, true, RUNS_FOR),
+        path("given back at the end of the grace on attempt 3 of 3", 7, "ready", 2, false, 0),
     ];
     let started = now_ms();
     let mut worker = probe_worker(ctx, &file, "paths", &["--concurrency", "6", "--timeout", "1s"])?;
@@ -118,6 +135,7 @@ pub(super) fn paths_to_last_attempt(ctx: &mut Ctx) -> CaseResult {
         still_working(&mut [&mut worker, &mut giver])?;
         Ok(common::executions(ctx)?.iter().any(|e| e.job == given))
     })?;
+    let stopped = now_ms();
     giver.stop(secs(20))?;
     let ran = &ids[2..7];
     let settled = ctx.wait_for("every job to have run, and no job to be running", secs(30), || {
@@ -135,10 +153,18 @@ pub(super) fn paths_to_last_attempt(ctx: &mut Ctx) -> CaseResult {
     }
     let runs = common::executions(ctx)?;
     for p in &paths {
+        // The step came after the command ran its while (the give-back
+        // after the grace, a reap after the worker's start).
+        let first = runs.iter().filter(|e| e.job == p.id).map(|e| e.start_ms).min();
+        let since = match (p.sets_error, first) {
+            (false, _) => stopped + GRACE,
+            (true, Some(start)) => start + p.runs_for,
+            (true, None) => started,
+        };
         // A counted attempt past the one the path left is a run after it
         // (the give-back's own run is attempt 3, which it does not count).
         let ran_again = p.sets_error && runs.iter().any(|e| e.job == p.id && e.attempt > p.attempts);
-        after_its_path(&file, p, started, ran_again)?;
+        after_its_path(&file, p, since, ran_again)?;
     }
     Ok(())
 }
