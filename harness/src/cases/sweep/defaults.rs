@@ -173,11 +173,30 @@ pub fn serve(ctx: &mut Ctx) -> CaseResult {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
+        // A server that answers may still be another run's, which bound
+        // the port between our look and our serve's bind (ours then exits):
+        // a job added there must land in this file.
+        if answered {
+            let marker = format!("through the default address to {}", path_str(&file));
+            let reply = client.post("/v1/jobs", json!({"queue": "q", "payload": marker}))?;
+            let id = reply.json().and_then(|answer| answer["id"].as_i64()).unwrap_or(0);
+            if row(&file, id)?.is_some_and(|r| r.payload == marker.as_bytes()) {
+                break (server, client);
+            }
+            ensure!(
+                server.wait_timeout(Duration::from_secs(2))?.is_some(),
+                format!(
+                    "a job added through 127.0.0.1:{DEFAULT_PORT} to land in the file that `serve FILE` \
+                     (no --addr) serves"
+                ),
+                format!(
+                    "not in it ({}): another program answers there, and this serve runs on",
+                    reply.show()
+                )
+            );
+        }
         // Exited: the port was taken between the look and the bind, by
         // another run; try again while the deadline allows.
-        if answered {
-            break (server, client);
-        }
         ensure!(
             Instant::now() < deadline,
             format!("`serve FILE` without --addr to listen on 127.0.0.1:{DEFAULT_PORT}"),
@@ -185,13 +204,6 @@ pub fn serve(ctx: &mut Ctx) -> CaseResult {
         );
         let _ = server.wait_timeout(Duration::from_secs(1));
     };
-    let id = client.add(json!({"queue": "q", "payload": "through the default address"}))?;
-    let ours = row(&file, id)?.is_some_and(|r| r.payload == b"through the default address");
-    ensure!(
-        ours,
-        format!("a job added through 127.0.0.1:{DEFAULT_PORT} to land in the file that `serve FILE` (no --addr) serves"),
-        format!("job {id} is not in it: another program answers there")
-    );
     let empty = job_count(&file)?;
     let asked = Instant::now();
     let reply = client.post("/v1/claim", json!({"queue": "empty"}))?;
