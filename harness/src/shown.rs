@@ -42,6 +42,24 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms} ms (no time RFC 3339 can show)"))
 }
 
+/// Milliseconds since 1970 of `text` when it is a time as `json.times`
+/// says: RFC 3339, in UTC (`Z`, or an offset of zero), with a fraction of
+/// exactly three digits. A form RFC 3339 allows beside the published
+/// command's (`+00:00`, a lower-case `t` or `z`) is taken.
+pub fn printed_time(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let zone = text.get(23..)?;
+    let form = b.len() >= 24
+        && b[19] == b'.'
+        && b[20..23].iter().all(u8::is_ascii_digit)
+        && matches!(zone, "Z" | "z" | "+00:00" | "-00:00");
+    if !form {
+        return None;
+    }
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// A string as a JSON string.
 pub fn text(s: &str) -> String {
     serde_json::Value::from(s).to_string()
@@ -199,6 +217,21 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printed_times_are_utc_with_three_digits_of_milliseconds() {
+        assert_eq!(printed_time("2001-09-09T01:46:40.000Z"), Some(1_000_000_000_000));
+        assert_eq!(printed_time("2001-09-09T01:46:40.000+00:00"), Some(1_000_000_000_000));
+        for bad in [
+            "2001-09-09T01:46:40Z",
+            "2001-09-09T01:46:40.0Z",
+            "2001-09-09T01:46:40.0000Z",
+            "2001-09-09T03:46:40.000+02:00",
+            "1000000000000",
+        ] {
+            assert_eq!(printed_time(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn times_are_rfc3339_utc_with_milliseconds() {

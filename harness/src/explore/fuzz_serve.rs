@@ -9,7 +9,12 @@
 //! happen (COMMAND.md §13's items), the answer and the file must show it:
 //! the guards' refusals (413, 403, 401, 404, 405), a bad id or a negative
 //! delay refused, a lease and a retry_in in seconds, keep_done, a retry
-//! of all dead jobs of one queue, the list's default limit.
+//! of all dead jobs of one queue, the list's default limit, an add of
+//! valid keys taken and its default max_attempts, a claim without `wait`
+//! answered at once. Every time an answer gives is RFC 3339 in UTC with
+//! three digits of milliseconds (the paused clock starts on a whole
+//! second), every payload_base64 standard base64 with its padding; and
+//! GET /v1/jobs/{id} and GET /v1/stats show the file as it is.
 //!
 //! Claims also go in time, on tokio's paused clock, which passes a wait
 //! at once: a claim that waits with nothing added must answer 204 when its
@@ -284,6 +289,13 @@ struct Call {
     advance: u8,
 }
 
+impl Call {
+    /// POST /v1/jobs without a query: an add.
+    fn route_is_jobs(&self) -> bool {
+        matches!(self.route, Route::Jobs { query: None })
+    }
+}
+
 #[derive(Debug, Arbitrary)]
 enum Step {
     /// A request the fuzzer made up.
@@ -521,7 +533,23 @@ async fn run(dir: &Path, flaw: ServeFlaw, data: &[u8]) {
         calls.push(format!("{} {}{how}", request.method, request.uri));
         let context = || format!("the requests:\n  {}", calls.join("\n  "));
         let answered = match timed {
-            None => Some(send(&router, &request).await),
+            None => {
+                let asked = tokio::time::Instant::now();
+                let answer = send(&router, &request).await;
+                // A claim without `wait` looks once (http.claim-wait: 0 when
+                // left out); on the paused clock a wait would pass.
+                let waited = asked.elapsed().as_secs_f64();
+                if matches!(call.body, Json::Claim { wait: None, .. }) && waited > AT_ONCE {
+                    panic!(
+                        "serve_requests: {} {} without a wait answered {} after {waited:.1} s (http.claim-wait)\n{}",
+                        request.method,
+                        request.uri,
+                        answer.0,
+                        context()
+                    );
+                }
+                Some(answer)
+            }
             Some((queue, time)) => {
                 let timing = Timing { router: &router, reader: &reader, expect: &expected, queue };
                 timing
@@ -1370,6 +1398,60 @@ impl Expect {
                 ));
             }
         }
+        // Every time an answer gives is one as http.times writes it (a
+        // whole second's `.000` too), every payload_base64 standard base64
+        // with its padding (http.payload-out).
+        if let Some(bad) = bad_value(body) {
+            return Err(format!("{what}; {bad}"));
+        }
+        if let (Endpoint::Jobs, 201, Json::Add { max_attempts, .. }) = (sent.endpoint, code, &call.body) {
+            if max_attempts.is_none_or(|m| m == 0) {
+                let id = body["id"].as_i64().unwrap_or(0);
+                let most: Option<i64> = conn
+                    .query_row("SELECT max_attempts FROM ukue_jobs WHERE id = ?1", [id], |r| r.get(0))
+                    .ok();
+                if most.is_some_and(|m| m != 10) {
+                    return Err(format!(
+                        "{what}; job {id} has max_attempts {most:?}, not the default 10 (http.add-max-attempts)"
+                    ));
+                }
+            }
+        }
+        if let (Endpoint::Jobs, 400, Json::Add { queue: Some(_), payload, priority, max_attempts, delay }) =
+            (sent.endpoint, code, &call.body)
+        {
+            let valid = matches!(payload, None | Some(Payload::Text(_)))
+                && priority.is_none_or(|p| (-100..=100).contains(&p))
+                && max_attempts.is_none_or(|m| m >= 0)
+                && matches!(delay, None | Some(Span::Seconds(0..)));
+            if valid && sent.method == Method::POST && call.route_is_jobs() {
+                return Err(format!("{what}; every key of the add is valid (http.add, http.add-priority)"));
+            }
+        }
+        // A read shows the file as the requests before it left it.
+        if let (Endpoint::Job, 200, Some(id), true) =
+            (sent.endpoint, code, sent.id, sent.method == Method::GET)
+        {
+            let now_row = row(id).map(|(state, _, run_at)| match state.as_str() {
+                "ready" if run_at > now => "delayed".to_string(),
+                _ => state,
+            });
+            let shown = body["state"].as_str().map(|s| s.to_string());
+            let same = match (&now_row, shown.as_deref()) {
+                (Some(state), Some(shown)) => state == shown || (state == "delayed" && shown == "ready"),
+                _ => false,
+            };
+            if !same {
+                return Err(format!("{what}; the file holds it as {now_row:?} (http.show)"));
+            }
+        }
+        if let (Endpoint::Stats, 200, true) = (sent.endpoint, code, sent.method == Method::GET) {
+            let file = counts_in(conn);
+            let shown = counts_shown(body);
+            if file != shown {
+                return Err(format!("{what}; the file's counts (ready and delayed, running and expired, dead, done) are {file:?} (http.stats)"));
+            }
+        }
         // HEAD's answer is GET's without its body: nothing to count.
         let listing = sent.method == Method::GET;
         if let (Endpoint::Jobs, 200, Route::Jobs { query: None }, true) =
@@ -1385,6 +1467,69 @@ impl Expect {
         }
         Ok(())
     }
+}
+
+/// The first value of `body` that no answer may give: a time that is not
+/// RFC 3339 in UTC with three digits of milliseconds, a payload_base64
+/// that is not standard base64 with its padding.
+fn bad_value(body: &serde_json::Value) -> Option<String> {
+    use base64::Engine;
+    match body {
+        serde_json::Value::Object(map) => map.iter().find_map(|(key, value)| match (key.as_str(), value) {
+            (
+                "run_at" | "lease_until" | "created_at" | "updated_at" | "oldest_due",
+                serde_json::Value::String(t),
+            ) if crate::shown::printed_time(t).is_none() => {
+                Some(format!("{key} {t:?} is no time as http.times writes one"))
+            }
+            ("payload_base64", serde_json::Value::String(b))
+                if base64::engine::general_purpose::STANDARD.decode(b).is_err() =>
+            {
+                Some(format!("payload_base64 {b:?} is not standard base64 with padding (http.payload-out)"))
+            }
+            _ => bad_value(value),
+        }),
+        serde_json::Value::Array(items) => items.iter().find_map(bad_value),
+        _ => None,
+    }
+}
+
+/// Per queue: (ready and delayed, running and expired, dead, done).
+type Counts = std::collections::BTreeMap<String, [i64; 4]>;
+
+fn counts_in(conn: &rusqlite::Connection) -> Counts {
+    let mut counts = Counts::new();
+    let mut st = conn
+        .prepare("SELECT queue, sum(state = 'ready'), sum(state = 'running'), sum(state = 'dead'), sum(state = 'done') FROM ukue_jobs GROUP BY queue")
+        .expect("a count of the file's jobs");
+    let rows = st
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])))
+        .expect("counting the file's jobs");
+    for row in rows.flatten() {
+        counts.insert(row.0, row.1);
+    }
+    counts
+}
+
+fn counts_shown(stats: &serde_json::Value) -> Counts {
+    let n = |q: &serde_json::Value, key: &str| q[key].as_i64().unwrap_or(-1);
+    stats["queues"]
+        .as_array()
+        .map(|queues| {
+            queues
+                .iter()
+                .map(|q| {
+                    let counts = [
+                        n(q, "ready") + n(q, "delayed"),
+                        n(q, "running") + n(q, "expired"),
+                        n(q, "dead"),
+                        n(q, "done"),
+                    ];
+                    (q["queue"].as_str().unwrap_or_default().to_string(), counts)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Seen {

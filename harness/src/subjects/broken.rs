@@ -88,6 +88,21 @@ pub enum ServeFlaw {
     UntrimmedTokenFile,
     /// On SIGINT or SIGTERM, serve exits with status 1.
     StopExitsNonZero,
+    /// GET /v1/stats, /v1/jobs and /v1/jobs/{id} are answered from a
+    /// cache of what the same request got up to 5 s before.
+    StaleReads,
+    /// A time of a whole second is answered without its `.000`.
+    TimesWithoutZeroMillis,
+    /// payload_base64 is answered without its padding.
+    Base64Unpadded,
+    /// A claim without `wait` waits 10 s.
+    DefaultWait10s,
+    /// A claim or an extend without `lease` holds the job for 30 s.
+    DefaultLease30s,
+    /// An add without `max_attempts` (or with 0) makes a job of 5 attempts.
+    DefaultAttempts5,
+    /// An add's priority of -100 or 100 is refused.
+    PriorityEndsRefused,
 }
 
 /// A server without flaws of its own.
@@ -401,6 +416,117 @@ pub const BUGS: &[Bug] = &[
         serve: ServeFlaw::StopExitsNonZero,
     },
     Bug {
+        name: "serve-stale-reads",
+        what: "http.stats: GET /v1/stats, /v1/jobs and /v1/jobs/{id} answer what the same request got up to 5 s before",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::StaleReads,
+    },
+    Bug {
+        name: "serve-time-no-zero-millis",
+        what: "http.times: a time of a whole second is answered without its `.000`",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::TimesWithoutZeroMillis,
+    },
+    Bug {
+        name: "serve-base64-no-padding",
+        what: "http.payload-out: payload_base64 is answered in standard base64 without its padding",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::Base64Unpadded,
+    },
+    Bug {
+        name: "serve-default-wait-10s",
+        what: "http.claim-wait: a claim without `wait` waits 10 s for a job (default 0)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::DefaultWait10s,
+    },
+    Bug {
+        name: "serve-default-lease-30s",
+        what: "http.claim-lease: a claim or an extend without `lease` holds the job for 30 s (default 60 s)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::DefaultLease30s,
+    },
+    Bug {
+        name: "serve-default-attempts-5",
+        what: "http.add-max-attempts: an add without `max_attempts`, or with 0, makes a job of 5 attempts (default 10)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::DefaultAttempts5,
+    },
+    Bug {
+        name: "serve-priority-ends-refused",
+        what: "http.add-priority: an add's priority of -100 or 100, the ends of the range, is refused (`<` for `<=`)",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::PriorityEndsRefused,
+    },
+    // The steps' values (issue 42): an attempt counted one too many in a
+    // comparison, and the first value kept where a step sets one.
+    Bug {
+        name: "reap-dead-one-early",
+        what: "a claim's reap sends a job whose lease ran out on the attempt before its last to dead (`attempts >= max_attempts - 1`)",
+        edits: &[(Stmt::ReapDead, "AND attempts >= max_attempts", "AND attempts >= max_attempts - 1")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "fail-dead-one-early",
+        what: "a failure on the attempt before the last sends the job to dead (`attempts >= max_attempts - 1`)",
+        edits: &[
+            (Stmt::Fail, "OR attempts >= max_attempts THEN 'dead'", "OR attempts >= max_attempts - 1 THEN 'dead'"),
+            (Stmt::Fail, "OR attempts >= max_attempts THEN run_at", "OR attempts >= max_attempts - 1 THEN run_at"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "fail-first-error",
+        what: "a failure keeps the job's first last_error (`last_error = coalesce(last_error, :error)`)",
+        edits: &[(Stmt::Fail, "last_error = :error", "last_error = coalesce(last_error, :error)")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "reap-first-error",
+        what: "a reap keeps the job's earlier last_error instead of noting that the lease expired (`coalesce(last_error, …)`)",
+        edits: &[
+            (Stmt::ReapDead, "last_error = 'lease expired", "last_error = coalesce(last_error, 'lease expired"),
+            (Stmt::ReapDead, "|| max_attempts || ')'", "|| max_attempts || ')')"),
+            (Stmt::ReapReady, "last_error = 'lease expired", "last_error = coalesce(last_error, 'lease expired"),
+            (Stmt::ReapReady, "|| max_attempts || ')'", "|| max_attempts || ')')"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "fail-first-run-at",
+        what: "a failure keeps the job's run_at (`coalesce(run_at, …)`): a retry_in or a backoff is ignored, the job due at once",
+        edits: &[
+            (Stmt::Fail, "ELSE :now + coalesce(:retry_in,", "ELSE coalesce(run_at, :now + coalesce(:retry_in,"),
+            (Stmt::Fail, "/ 10 + 1)))\n             END", "/ 10 + 1))))\n             END"),
+        ],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "fail-first-updated-at",
+        what: "a failure keeps the job's updated_at (`updated_at = coalesce(updated_at, :now)`)",
+        edits: &[(Stmt::Fail, "last_error = :error, updated_at = :now", "last_error = :error, updated_at = coalesce(updated_at, :now)")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
+        name: "renew-keeps-longer",
+        what: "a renewal to a shorter lease keeps the longer one (`lease_until = max(lease_until, :now + :lease)`)",
+        edits: &[(Stmt::Renew, "SET lease_until = :now + :lease", "SET lease_until = max(lease_until, :now + :lease)")],
+        replaced: &[],
+        serve: SOUND,
+    },
+    Bug {
         name: "lenient-version",
         what: "reads format_version as SQLite's CAST to INTEGER does: ' 1', '1 ', '1abc' and '1.0' are taken for 1",
         edits: &[(Stmt::ReadVersion, "SELECT value FROM", "SELECT CAST(value AS INTEGER) FROM")],
@@ -690,7 +816,7 @@ pub const CLI_BUGS: &[CliBug] = &[
         name: "base64-url-no-padding",
         what: "json.payload: `list --json` and `show --json` write payload_base64 in URL-safe base64 without padding",
         edit: CliEdit::Stdout(|command, printed| match command {
-            "list" | "show" => edit_json(printed, url_safe_base64),
+            "list" | "show" => edit_json(printed, |v| edit_base64(v, b64_url_safe)),
             _ => printed,
         }),
     },
@@ -983,6 +1109,246 @@ pub const CLI_BUGS: &[CliBug] = &[
             _ => printed,
         }),
     },
+    // Values read wrong (issue 42): one class of one input each, a sign,
+    // an offset, a unit, a normalization, a default or an edge of a format
+    // (what the reference reads right, and the sweeps' tables try).
+    CliBug {
+        name: "at-offset-ignored",
+        what: "add.at: `add --at TIME` reads the local time of a numeric offset as UTC (`11:00:00+02:00` as 11:00Z)",
+        edit: CliEdit::Argv(|words| edit_values(words, &["--at"], |v| with_offset(v, |_| "Z".into()))),
+    },
+    CliBug {
+        name: "at-offset-reversed",
+        what: "add.at: `add --at TIME` adds a numeric offset instead of taking it off (`+02:00` read as `-02:00`)",
+        edit: CliEdit::Argv(|words| {
+            edit_values(words, &["--at"], |v| {
+                with_offset(v, |offset| {
+                    let flipped = if offset.starts_with('+') { '-' } else { '+' };
+                    format!("{flipped}{}", &offset[1..])
+                })
+            })
+        }),
+    },
+    CliBug {
+        name: "at-fraction-dropped",
+        what: "add.at: `add --at TIME` drops the fraction of a second (`.250` read as `.000`)",
+        edit: CliEdit::Argv(|words| edit_values(words, &["--at"], without_fractions)),
+    },
+    CliBug {
+        name: "delay-times-1000",
+        what: "add.delay: `--delay D` is read a thousand times too long (milliseconds taken for seconds)",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Add(args) = cmd {
+                args.delay = args.delay.map(|d| d.saturating_mul(1000));
+            }
+        }),
+    },
+    CliBug {
+        name: "delay-over-1000",
+        what: "add.delay: `--delay D` is read a thousand times too short (seconds taken for milliseconds)",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Add(args) = cmd {
+                args.delay = args.delay.map(|d| d / 1000);
+            }
+        }),
+    },
+    CliBug {
+        name: "lease-times-1000",
+        what: "work.lease: `--lease D` (and its default) is read a thousand times too long",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.lease = args.lease.saturating_mul(1000);
+            }
+        }),
+    },
+    CliBug {
+        name: "timeout-times-1000",
+        what: "work.timeout: `--timeout D` is read a thousand times too long",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.timeout = args.timeout.saturating_mul(1000);
+            }
+        }),
+    },
+    CliBug {
+        name: "timeout-over-1000",
+        what: "work.timeout: `--timeout D` is read a thousand times too short",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.timeout /= 1000;
+            }
+        }),
+    },
+    CliBug {
+        name: "poll-times-1000",
+        what: "work.poll: `--poll D` (and its default) is read a thousand times too long",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.poll = args.poll.saturating_mul(1000);
+            }
+        }),
+    },
+    CliBug {
+        name: "grace-times-1000",
+        what: "work.stop: `--grace D` (and its default) is read a thousand times too long",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.grace = args.grace.saturating_mul(1000);
+            }
+        }),
+    },
+    CliBug {
+        name: "grace-over-1000",
+        what: "work.stop: `--grace D` (and its default) is read a thousand times too short",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::Work(args) = cmd {
+                args.grace /= 1000;
+            }
+        }),
+    },
+    CliBug {
+        name: "queue-trimmed",
+        what: "add.queue: `add` and `work` trim the whitespace around a queue name",
+        edit: CliEdit::Args(|cmd| edit_queue(cmd, |q| q.trim().to_string())),
+    },
+    CliBug {
+        name: "queue-lowercased",
+        what: "add.queue: `add` and `work` lower-case a queue name",
+        edit: CliEdit::Args(|cmd| edit_queue(cmd, str::to_lowercase)),
+    },
+    CliBug {
+        name: "queue-nfc",
+        what: "add.queue: `add` and `work` compose a Latin letter and a combining acute or grave accent after it into one character, as Unicode's NFC does",
+        edit: CliEdit::Args(|cmd| edit_queue(cmd, composed)),
+    },
+    CliBug {
+        name: "priority-100-refused",
+        what: "add.priority-range: `add --priority N` refuses -100 and 100, the ends of the range (`<` for `<=`)",
+        edit: CliEdit::Argv(|words| {
+            edit_values(words, &["--priority"], |v| match v.parse::<i64>() {
+                Ok(100) => "101".into(),
+                Ok(-100) => "-101".into(),
+                _ => v.to_string(),
+            })
+        }),
+    },
+    CliBug {
+        name: "queue-200-refused",
+        what: "args.queue: `add` and `work` refuse a queue name of exactly 200 characters (`<` for `<=`)",
+        edit: CliEdit::Args(|cmd| {
+            edit_queue(cmd, |q| if q.chars().count() == 200 { String::new() } else { q.to_string() })
+        }),
+    },
+    CliBug {
+        name: "list-limit-999",
+        what: "list.limit-most: `list --limit 1000` lists 999 jobs (`<` for `<=`)",
+        edit: CliEdit::Args(|cmd| {
+            if let Cmd::List(args) = cmd {
+                if args.limit == 1000 {
+                    args.limit = 999;
+                }
+            }
+        }),
+    },
+    CliBug {
+        name: "exit-66-permanent",
+        what: "work.exit-other: a command that exits 66 fails its job for good, as if 65 (`>=` for `==`)",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { error, .. } if error.starts_with("exit status 66") => {
+                Outcome::Fail { error, retry: ukue::Retry::Never }
+            }
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "timeout-permanent",
+        what: "work.timeout: a timed-out attempt fails its job for good, whatever attempts it has left",
+        edit: CliEdit::Outcome(|outcome| match outcome {
+            Outcome::Fail { error, .. } if error.contains("timed out") => {
+                Outcome::Fail { error, retry: ukue::Retry::Never }
+            }
+            other => other,
+        }),
+    },
+    CliBug {
+        name: "default-concurrency-2",
+        what: "work.concurrency: `work` runs 2 commands at once without --concurrency (default 1)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--concurrency", "2")),
+    },
+    CliBug {
+        name: "default-lease-30s",
+        what: "work.lease: `work`'s lease is 30s without --lease (default 1m)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--lease", "30s")),
+    },
+    CliBug {
+        name: "default-poll-2s",
+        what: "work.poll: an idle `work` looks for jobs every 2s without --poll (default 1s)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--poll", "2s")),
+    },
+    CliBug {
+        name: "default-timeout-50s",
+        what: "work.timeout: `work` stops a command after 50s without --timeout (default 0, no limit)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--timeout", "50s")),
+    },
+    CliBug {
+        name: "default-grace-10s",
+        what: "work.stop: `work` gives its running commands 10s after SIGTERM without --grace (default 30s)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--grace", "10s")),
+    },
+    CliBug {
+        name: "default-grace-60s",
+        what: "work.stop: `work` gives its running commands 60s after SIGTERM without --grace (default 30s)",
+        edit: CliEdit::Argv(|words| with_default(words, "work", "--grace", "60s")),
+    },
+    CliBug {
+        name: "default-attempts-5",
+        what: "add.attempts-default: `add` without --attempts makes a job of 5 attempts (default 10)",
+        edit: CliEdit::Argv(|words| with_default(words, "add", "--attempts", "5")),
+    },
+    CliBug {
+        name: "default-priority-1",
+        what: "add.priority: `add` without --priority makes a job of priority 1 (default 0)",
+        edit: CliEdit::Argv(|words| with_default(words, "add", "--priority", "1")),
+    },
+    CliBug {
+        name: "default-list-limit-100",
+        what: "list.limit: `list` without --limit lists up to 100 jobs (default 50)",
+        edit: CliEdit::Argv(|words| with_default(words, "list", "--limit", "100")),
+    },
+    CliBug {
+        name: "default-addr-7661",
+        what: "serve.addr: `serve` without --addr listens on 127.0.0.1:7661 (default 127.0.0.1:7660)",
+        edit: CliEdit::Argv(|words| with_default(words, "serve", "--addr", "127.0.0.1:7661")),
+    },
+    CliBug {
+        name: "default-max-body-2m",
+        what: "serve.max-body: `serve` without --max-body reads bodies of up to 2 MiB (default 1 MiB)",
+        edit: CliEdit::Argv(|words| with_default(words, "serve", "--max-body", "2097152")),
+    },
+    CliBug {
+        name: "json-time-no-zero-millis",
+        what: "json.times: `list`, `show` and `stats --json` print a time of a whole second without its `.000`",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "list" | "show" | "stats" => edit_json(printed, without_zero_millis),
+            _ => printed,
+        }),
+    },
+    CliBug {
+        name: "json-time-nano-form",
+        what: "json.times: `list`, `show` and `stats --json` print times as Go's RFC3339Nano does: the fraction's trailing zeros dropped (`.250` as `.25`, `.000` left out)",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "list" | "show" | "stats" => nano_form(&String::from_utf8_lossy(&printed)).into_bytes(),
+            _ => printed,
+        }),
+    },
+    CliBug {
+        name: "base64-no-padding",
+        what: "json.payload: `list --json` and `show --json` write payload_base64 in standard base64 without its padding",
+        edit: CliEdit::Stdout(|command, printed| match command {
+            "list" | "show" => edit_json(printed, |v| edit_base64(v, b64_unpadded)),
+            _ => printed,
+        }),
+    },
 ];
 
 /// The flags whose values are durations.
@@ -1016,8 +1382,128 @@ fn without_fractions(text: &str) -> String {
     out
 }
 
+/// `text` (an RFC 3339 time) with its numeric offset, if it ends in one,
+/// replaced by `change` of it.
+fn with_offset(text: &str, change: impl Fn(&str) -> String) -> String {
+    let b = text.as_bytes();
+    let n = b.len();
+    if n >= 6 && matches!(b[n - 6], b'+' | b'-') && b[n - 3] == b':' {
+        format!("{}{}", &text[..n - 6], change(&text[n - 6..]))
+    } else {
+        text.to_string()
+    }
+}
+
+/// `words` with `flag VALUE` put after the command's name when the command
+/// is `command` and the words do not give `flag`: a default changed.
+fn with_default(mut words: Vec<OsString>, command: &str, flag: &str, value: &str) -> Vec<OsString> {
+    let given =
+        words.iter().any(|w| w.to_str().is_some_and(|w| w == flag || w.starts_with(&format!("{flag}="))));
+    if words.get(1).is_some_and(|w| w == command) && !given {
+        words.splice(2..2, [OsString::from(flag), OsString::from(value)]);
+    }
+    words
+}
+
+/// The queue of an `add` or a `work`, edited.
+fn edit_queue(cmd: &mut Cmd, change: impl Fn(&str) -> String) {
+    let queue = match cmd {
+        Cmd::Add(args) => &mut args.queue,
+        Cmd::Work(args) => &mut args.queue,
+        _ => return,
+    };
+    *queue = change(queue);
+}
+
+/// `text` with each Latin vowel followed by a combining grave or acute
+/// accent composed into one character, as Unicode's NFC composes them.
+fn composed(text: &str) -> String {
+    let mut out: Vec<char> = Vec::new();
+    for c in text.chars() {
+        match out.last().and_then(|&base| compose(base, c)) {
+            Some(one) => {
+                out.pop();
+                out.push(one);
+            }
+            None => out.push(c),
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The one character of `base` and the combining `mark`, if it is one
+/// [`composed`] knows.
+fn compose(base: char, mark: char) -> Option<char> {
+    let (bases, composed) = match mark {
+        '\u{300}' => ("AEIOUaeiou", "ÀÈÌÒÙàèìòù"),
+        '\u{301}' => ("AEIOUYaeiouy", "ÁÉÍÓÚÝáéíóúý"),
+        _ => return None,
+    };
+    bases.chars().position(|b| b == base).and_then(|i| composed.chars().nth(i))
+}
+
+/// JSON text with each time's fraction of a second written as Go's
+/// RFC3339Nano writes it: trailing zeros dropped, and the dot with them.
+fn nano_form(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("Z\"") {
+        let (head, tail) = rest.split_at(at);
+        // A time ends `:SS.mmmZ"`: trim the zeros of its fraction.
+        let fraction = head.len() >= 4
+            && head.as_bytes()[head.len() - 4] == b'.'
+            && head[head.len() - 3..].bytes().all(|b| b.is_ascii_digit());
+        if fraction {
+            let trimmed = head.trim_end_matches('0');
+            out.push_str(trimmed.strip_suffix('.').unwrap_or(trimmed));
+        } else {
+            out.push_str(head);
+        }
+        out.push_str("Z\"");
+        rest = &tail[2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every `payload_base64` in `value` rewritten by `change` (of its bytes).
+pub fn edit_base64(value: &mut serde_json::Value, change: fn(&[u8]) -> String) {
+    use base64::prelude::{Engine as _, BASE64_STANDARD};
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match (key.as_str(), v.as_str().map(|s| BASE64_STANDARD.decode(s))) {
+                    ("payload_base64", Some(Ok(bytes))) => *v = change(&bytes).into(),
+                    _ => edit_base64(v, change),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| edit_base64(v, change)),
+        _ => {}
+    }
+}
+
+/// Every time in `value` (`2026-10-06T09:00:00.000Z`) of a whole second
+/// written without its `.000`.
+pub fn without_zero_millis(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) if text.len() == 24 && text.ends_with(".000Z") => {
+            *text = text.replace(".000Z", "Z");
+        }
+        serde_json::Value::Object(map) => map.values_mut().for_each(without_zero_millis),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_zero_millis),
+        _ => {}
+    }
+}
+
+/// Standard base64 without its padding.
+pub fn b64_unpadded(bytes: &[u8]) -> String {
+    use base64::prelude::{Engine as _, BASE64_STANDARD_NO_PAD};
+    BASE64_STANDARD_NO_PAD.encode(bytes)
+}
+
 /// Printed JSON with `edit` made to every value in it; other text as it was.
-fn edit_json(printed: Vec<u8>, edit: fn(&mut serde_json::Value)) -> Vec<u8> {
+pub fn edit_json(printed: Vec<u8>, edit: fn(&mut serde_json::Value)) -> Vec<u8> {
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&printed) else {
         return printed;
     };
@@ -1037,21 +1523,10 @@ fn without_finished_queues(value: &mut serde_json::Value) {
     }
 }
 
-/// Every `payload_base64` in `value` in URL-safe base64 without padding.
-fn url_safe_base64(value: &mut serde_json::Value) {
-    use base64::prelude::{Engine as _, BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                match (key.as_str(), v.as_str().map(|s| BASE64_STANDARD.decode(s))) {
-                    ("payload_base64", Some(Ok(bytes))) => *v = BASE64_URL_SAFE_NO_PAD.encode(bytes).into(),
-                    _ => url_safe_base64(v),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(url_safe_base64),
-        _ => {}
-    }
+/// URL-safe base64 without padding.
+fn b64_url_safe(bytes: &[u8]) -> String {
+    use base64::prelude::{Engine as _, BASE64_URL_SAFE_NO_PAD};
+    BASE64_URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// `text` with each `\xNN` the reference's escaping wrote turned back into

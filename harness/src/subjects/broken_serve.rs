@@ -224,6 +224,51 @@ pub fn flawed(options: &OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) -> an
             }
             layered(args, |api| api)
         }
+        ServeFlaw::StaleReads => {
+            let cache: Cache = Arc::default();
+            let stale = move |request: Request, next: Next| answer_stale(cache.clone(), request, next);
+            layered(args, move |api| api.layer(from_fn(stale)))
+        }
+        ServeFlaw::TimesWithoutZeroMillis => edit_answers(args, super::broken::without_zero_millis),
+        ServeFlaw::Base64Unpadded => {
+            edit_answers(args, |v| super::broken::edit_base64(v, super::broken::b64_unpadded))
+        }
+        ServeFlaw::DefaultWait10s => edit_body(
+            args,
+            |m, p| m == "POST" && p == "/v1/claim",
+            |body| {
+                if body.get("wait").is_none() {
+                    body["wait"] = 10.into();
+                }
+            },
+        ),
+        ServeFlaw::DefaultLease30s => edit_body(
+            args,
+            |m, p| m == "POST" && (p == "/v1/claim" || p.ends_with("/extend")),
+            |body| {
+                if body.get("lease").is_none() {
+                    body["lease"] = 30.into();
+                }
+            },
+        ),
+        ServeFlaw::DefaultAttempts5 => edit_body(
+            args,
+            |m, p| m == "POST" && p == "/v1/jobs",
+            |body| {
+                if body.get("max_attempts").is_none_or(|n| n == 0) {
+                    body["max_attempts"] = 5.into();
+                }
+            },
+        ),
+        ServeFlaw::PriorityEndsRefused => edit_body(
+            args,
+            |m, p| m == "POST" && p == "/v1/jobs",
+            |body| match body.get("priority").and_then(serde_json::Value::as_i64) {
+                Some(100) => body["priority"] = 101.into(),
+                Some(-100) => body["priority"] = (-101).into(),
+                _ => {}
+            },
+        ),
         ServeFlaw::FinishesAbandonedClaims => {
             let file = args.file.clone();
             let opener = options.clone();
@@ -267,6 +312,55 @@ fn edit_body(
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     };
     layered(args, move |api| api.layer(from_fn(layer)))
+}
+
+/// Serves with a layer that edits the JSON of every answer.
+fn edit_answers(args: ServeArgs, edit: fn(&mut serde_json::Value)) -> anyhow::Result<Flawed> {
+    let layer = move |request: Request, next: Next| async move {
+        let (mut parts, body) = next.run(request).await.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let bytes = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(mut value) => {
+                edit(&mut value);
+                axum::body::Bytes::from(format!("{value}\n"))
+            }
+            Err(_) => bytes,
+        };
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(bytes))
+    };
+    layered(args, move |api| api.layer(from_fn(layer)))
+}
+
+/// What a stale server answered to each GET, and when.
+type Cache = Arc<
+    std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, StatusCode, axum::body::Bytes)>>,
+>;
+
+/// How long a stale server answers a read from its cache.
+const STALE_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A read (GET /v1/stats, /v1/jobs, /v1/jobs/{id}) answered as the same
+/// request was less than [`STALE_FOR`] ago, else served and kept.
+async fn answer_stale(cache: Cache, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if request.method() != axum::http::Method::GET || !(path == "/v1/stats" || path.starts_with("/v1/jobs")) {
+        return next.run(request).await;
+    }
+    let key = request.uri().to_string();
+    let kept = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+    if let Some((at, status, bytes)) = kept.filter(|(at, _, _)| at.elapsed() < STALE_FOR) {
+        let _ = at;
+        let mut response = Response::new(Body::from(bytes));
+        *response.status_mut() = status;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return response;
+    }
+    let (parts, body) = next.run(request).await.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let now = std::time::Instant::now();
+    cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (now, parts.status, bytes.clone()));
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// A call about a held job (`/v1/jobs/{id}/ack` …) whose lease has run

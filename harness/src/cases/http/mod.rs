@@ -23,6 +23,7 @@ mod delivery;
 mod faults;
 mod holding;
 mod refusals;
+mod sequences;
 mod serving;
 mod tidying;
 
@@ -114,6 +115,7 @@ pub fn cases() -> Vec<Case> {
     cases.extend(holding::cases(case));
     cases.extend(tidying::cases(case));
     cases.extend(serving::cases(case));
+    cases.extend(sequences::cases(case));
     cases
 }
 
@@ -144,6 +146,9 @@ fn rule(id: &str) -> &'static str {
         "body-exact" => "http.max-body",
         "serve-options" => "serve.token",
         "stop" => "serve.stop",
+        "paths-to-last-attempt" => "http.fail-dead",
+        "last-value-wins" => "http.extend",
+        "reads-fresh" => "http.stats",
         _ => "1.4",
     }
 }

@@ -14,6 +14,7 @@ mod claim;
 pub(crate) mod contract;
 mod finish;
 mod manage;
+mod paths;
 mod reading;
 pub(crate) mod rows;
 pub(crate) mod running;
@@ -27,6 +28,7 @@ use add::*;
 use claim::*;
 use finish::*;
 use manage::*;
+use paths::*;
 use reading::*;
 
 #[rustfmt::skip]
@@ -48,6 +50,7 @@ pub fn cases() -> Vec<Case> {
         case("steps/lease-reaped-beside-live-lease", "5.4", "a worker whose queue has no due job reaps a lease that ran out beside one that holds, and leaves that one alone", lease_reaped_beside_live_lease),
         Case { level: Level::Should, ..case("steps/lease-reaped-backoff", "5.4", "an expired lease is reaped to ready after 10 s plus up to 10%, the published command's backoff", lease_reaped_backoff) },
         case("steps/lease-reaped-last-attempt-dead", "5.4", "an expired lease on the last attempt sends the job to dead", lease_reaped_dead),
+        case("steps/paths-to-last-attempt", "5.6", "after an earlier failure, each way an attempt ends (exit 3, exit 65, a timeout, a lease reaped, a give-back at the grace's end) on the attempt before the last leaves the job ready, on the last dead (a give-back neither); last_error and updated_at are the step's", paths_to_last_attempt),
         case("steps/keep-done", "5.5", "a finished job is deleted, or kept as done with --keep-done", keep_done),
         case("steps/give-back-on-stop", "5.8", "SIGTERM after --grace gives the job back without counting the attempt", give_back_on_stop),
         case("steps/retry", "5.9", "retry sends dead jobs (by id, --all, --all --queue) back to ready", retry),

@@ -24,7 +24,7 @@ use super::{common, expect_success, insert};
 
 /// How a command that refuses its input must end: exit status 2 for a
 /// usage error (`usage`), else 1 or 2; a message on stderr.
-fn expect_refused(out: &Output, usage: bool, shown: &str) -> CaseResult {
+pub(super) fn expect_refused(out: &Output, usage: bool, shown: &str) -> CaseResult {
     let expected = if usage {
         format!("{shown} to be a usage error: exit status 2 and a message on stderr")
     } else {
@@ -44,13 +44,13 @@ fn expect_refused(out: &Output, usage: bool, shown: &str) -> CaseResult {
 }
 
 /// `args` for a report, the case's directory taken off.
-fn shown(ctx: &Ctx, args: &[&str]) -> String {
+pub(super) fn shown(ctx: &Ctx, args: &[&str]) -> String {
     format!("`{}`", common::show_args(&common::relative(ctx, args)))
 }
 
 /// Runs `args`, which must refuse (`usage`: with a usage error) and add no
 /// job to `file`.
-fn refused_adding_nothing(ctx: &Ctx, file: &Path, args: &[&str], usage: bool) -> CaseResult {
+pub(super) fn refused_adding_nothing(ctx: &Ctx, file: &Path, args: &[&str], usage: bool) -> CaseResult {
     let before = job_count(file)?;
     let shown = shown(ctx, args);
     let out = common::run_to_refusal(ctx, ctx.subject(), args, &format!("{shown} to be refused"), "refuse")?;
@@ -65,7 +65,7 @@ fn refused_adding_nothing(ctx: &Ctx, file: &Path, args: &[&str], usage: bool) ->
 }
 
 /// Runs `args`, which must add a job; its row.
-fn added_row(ctx: &Ctx, file: &Path, args: &[&str]) -> Result<Row, Failure> {
+pub(super) fn added_row(ctx: &Ctx, file: &Path, args: &[&str]) -> Result<Row, Failure> {
     let shown = shown(ctx, args);
     let out = ctx.run(ctx.subject(), args)?;
     expect_success(&out, &shown)?;

@@ -6,8 +6,11 @@
 //! applications' databases ([`files`]).
 
 mod args;
+mod defaults;
 mod files;
 mod payloads;
+mod queue_classes;
+mod times;
 mod values;
 
 use std::path::Path;
@@ -117,6 +120,69 @@ pub fn cases() -> Vec<Case> {
             "show, retry and delete read 1, 007, +2 and 2^63-1 as numbers (the last an error: no such job); 2^63, 1.0, 0x1, abc, ' 1' and empty are usage errors",
             args::ids,
         ),
+        case(
+            "sweep/at",
+            "add.at",
+            "--at with Z and numeric offsets of each sign (+02:00, -05:30, ±00:00, +14:00, -12:00), fractions of 1 to 9 digits, across a day and a leap day: run_at is that instant to the millisecond; a time past is due at once; no offset, 24:00, 29 February 2100… are usage errors",
+            times::at,
+        ),
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/at-http",
+                "http.add-run-at",
+                "an add's run_at over HTTP, each time of sweep/at's table: that instant to the millisecond, a time past due at once, a time that is not RFC 3339 refused with a 4xx",
+                times::at_http,
+            )
+        },
+        case(
+            "sweep/json-times",
+            "json.times",
+            "every time of list --json and show --json (run_at, lease_until, created_at, updated_at) and stats --json's oldest_due, at whole seconds (.000), minutes and days, each fraction, year 9999: RFC 3339 in UTC with three digits of milliseconds, the row's instant",
+            times::json_times,
+        ),
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/json-times-http",
+                "http.times",
+                "the same times through GET /v1/jobs, GET /v1/jobs/{id}, GET /v1/stats and a claimed job's created_at",
+                times::json_times_http,
+            )
+        },
+        case(
+            "sweep/queue-classes",
+            "add.queue",
+            "queue names with spaces around, capitals, NFC and NFD forms, ligatures, fullwidth letters, zero-width spaces, LIKE wildcards, each beside the name a trim, case fold or normalization makes of it: stored, listed, counted and worked as given",
+            queue_classes::cli,
+        ),
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/queue-classes-http",
+                "http.add-queue",
+                "over HTTP, the same names and their twins: stored, listed (GET /v1/jobs?queue=), counted and claimed as given",
+                queue_classes::http,
+            )
+        },
+        Case {
+            needs: Needs { slow: true, ..Needs::default() },
+            ..case(
+                "sweep/work-defaults",
+                "work.timeout",
+                "work without --timeout lets a command run 55 s and finishes its job; work without --grace, after SIGTERM, lets its command run on for about 30 s, then stops it and gives its job back",
+                defaults::work,
+            )
+        },
+        Case {
+            needs: serve,
+            ..case(
+                "sweep/serve-defaults",
+                "serve.addr",
+                "serve without --addr answers on 127.0.0.1:7660 (a job added there lands in its file); a claim without wait of an empty queue answers 204 at once",
+                defaults::serve,
+            )
+        },
         case(
             "sweep/format-versions",
             "file.newer-version",

@@ -326,6 +326,177 @@ pub const IDS: &[(&str, Want)] = &[
     (" 1", Want::Usage),
 ];
 
+/// 2100-01-01T00:00:00Z, in milliseconds: a time ahead of every run, so
+/// that the table's times are stored exactly as given.
+pub const Y2100: i64 = 4_102_444_800_000;
+const HOUR: i64 = 3_600_000;
+const MINUTE: i64 = 60_000;
+
+/// What `add --at TIME` (and `run_at` over HTTP) must make of a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// This instant, in ms; a fraction past the millisecond may be cut or
+    /// rounded up (`ms` or `ms + 1`).
+    Exactly(i64),
+    /// A time in the past: due at once (stored as given, or as the add's
+    /// time: COMMAND.md allows both).
+    Past,
+    /// Not an RFC 3339 time: a usage error (over HTTP a refusal).
+    Bad,
+}
+
+/// `--at` by class: `Z` and numeric offsets of each sign (the offset is
+/// taken off the local time: `+02:00` is two hours *earlier* in UTC),
+/// with minutes, zero (`+00:00`, `-00:00`), the largest (`±14:00`,
+/// `-12:00`), across a day and a year; fractions of 1 to 9 digits, zero
+/// among them; a leap day and a day that is not one. Go's time.Parse
+/// with time.RFC3339 is the published command's reader.
+pub const AT_TIMES: &[(&str, At)] = &[
+    ("2100-01-01T00:00:00Z", At::Exactly(Y2100)),
+    ("2100-01-01T00:00:00.000Z", At::Exactly(Y2100)),
+    ("2100-01-01T00:00:00.250Z", At::Exactly(Y2100 + 250)),
+    ("2100-01-01T00:00:00.5Z", At::Exactly(Y2100 + 500)),
+    ("2100-01-01T00:00:00.999Z", At::Exactly(Y2100 + 999)),
+    ("2100-01-01T00:00:00.001Z", At::Exactly(Y2100 + 1)),
+    ("2100-01-01T00:00:00.123456789Z", At::Exactly(Y2100 + 123)),
+    ("2100-01-01T02:00:00+02:00", At::Exactly(Y2100)),
+    ("2100-01-01T11:00:00+02:00", At::Exactly(Y2100 + 9 * HOUR)),
+    ("2099-12-31T18:30:00-05:30", At::Exactly(Y2100)),
+    ("2100-01-01T09:00:00-05:30", At::Exactly(Y2100 + 14 * HOUR + 30 * MINUTE)),
+    ("2100-01-01T05:45:00+05:45", At::Exactly(Y2100)),
+    ("2100-01-01T14:00:00+14:00", At::Exactly(Y2100)),
+    ("2100-01-01T00:00:00+14:00", At::Exactly(Y2100 - 14 * HOUR)),
+    ("2099-12-31T12:00:00-12:00", At::Exactly(Y2100)),
+    ("2100-01-01T00:00:00+00:00", At::Exactly(Y2100)),
+    ("2100-01-01T00:00:00-00:00", At::Exactly(Y2100)),
+    ("2100-01-01T01:30:00.125+01:30", At::Exactly(Y2100 + 125)),
+    ("2099-12-31T23:00:00.000-01:00", At::Exactly(Y2100)),
+    ("2096-02-29T12:00:00Z", At::Exactly(3_981_355_200_000)),
+    ("2038-01-19T03:14:08Z", At::Exactly(2_147_483_648_000)),
+    ("2000-01-01T00:00:00Z", At::Past),
+    ("2000-01-01T02:00:00+02:00", At::Past),
+    ("1999-12-31T19:00:00.500-05:00", At::Past),
+    ("2100-01-01T00:00:00", At::Bad),
+    ("2100-01-01", At::Bad),
+    ("2100-01-01T00:00Z", At::Bad),
+    ("2100-01-01T00:00:00+02", At::Bad),
+    ("2100-01-01T00:00:00+0200", At::Bad),
+    ("2100-01-01T00:00:00.Z", At::Bad),
+    ("2100-02-29T00:00:00Z", At::Bad),
+    ("2100-01-32T00:00:00Z", At::Bad),
+    ("2100-01-01T24:00:00Z", At::Bad),
+    ("2100-01-01T00:60:00Z", At::Bad),
+    ("4102444800", At::Bad),
+];
+
+/// A queue name of a class that a program might read as another name, and
+/// that other name (its twin): both are queues of their own, each stored,
+/// listed, counted and claimed exactly as given.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueClass {
+    pub class: &'static str,
+    pub name: &'static str,
+    pub twin: &'static str,
+    /// Whether `work` is run on it too (a worker costs a process).
+    pub worked: bool,
+}
+
+const fn class(class: &'static str, name: &'static str, twin: &'static str, worked: bool) -> QueueClass {
+    QueueClass { class, name, twin, worked }
+}
+
+/// Leading and trailing whitespace (trimmed), case (folded), Unicode
+/// normalization (NFC, NFD, NFKC), invisible characters, and SQL LIKE's
+/// wildcards (a name matched with LIKE takes its twin's jobs).
+pub const QUEUE_CLASSES: &[QueueClass] = &[
+    class("spaces-around", " mail ", "mail", true),
+    class("leading-space", " mail", "mail", false),
+    class("trailing-space", "mail ", "mail", false),
+    class("trailing-newline", "mail\n", "mail", false),
+    class("tab", "\tmail", "mail", false),
+    class("capital", "Mail", "mail", true),
+    class("capitals", "MAIL", "mail", false),
+    class("dotted-capital-i", "\u{130}", "i\u{307}", false),
+    class("nfd", "cafe\u{301}", "caf\u{e9}", true),
+    class("nfc", "caf\u{e9}", "cafe\u{301}", true),
+    class("hangul-jamo", "\u{1100}\u{1161}", "\u{ac00}", false),
+    class("ligature", "\u{fb01}le", "file", false),
+    class("fullwidth", "\u{ff2d}ail", "Mail", false),
+    class("zero-width-space", "ma\u{200b}il", "mail", false),
+    class("like-underscore", "m_il", "mail", true),
+    class("like-percent", "m%", "mail", false),
+];
+
+/// A time as JSON shows it (COMMAND.md `json.times`), by class: a whole
+/// second (no fraction left to print but `.000`), a whole minute, hour and
+/// day, each one-digit, two-digit and three-digit fraction, the end of a
+/// leap day, past 2^31 seconds, and the last millisecond of year 9999.
+pub const JSON_TIMES: &[(&str, i64)] = &[
+    ("whole-second", 1_000_000_000_000),
+    ("whole-day", Y2100),
+    ("whole-minute", Y2100 - 2 * MINUTE),
+    ("fraction-001", Y2100 + 1),
+    ("fraction-010", Y2100 + 10),
+    ("fraction-100", Y2100 + 100),
+    ("fraction-999", Y2100 + 999),
+    ("leap-day-end", 951_868_799_999),
+    ("past-2^31-seconds", 2_147_483_648_000),
+    ("year-9999", 253_402_300_799_999),
+];
+
+/// A default of the command or of the API: the COMMAND.md item that names
+/// it, the flag or key, its published value, and the case that checks the
+/// value (not only that something is taken when it is left out). The
+/// table is the list a test holds to the cases (each named case exists);
+/// the cases themselves say how they see each value.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultValue {
+    pub item: &'static str,
+    pub flag: &'static str,
+    pub value: &'static str,
+    pub case: &'static str,
+}
+
+#[cfg(test)]
+const fn default(
+    item: &'static str,
+    flag: &'static str,
+    value: &'static str,
+    case: &'static str,
+) -> DefaultValue {
+    DefaultValue { item, flag, value, case }
+}
+
+/// Every default of COMMAND.md, each checked as a value.
+#[cfg(test)]
+pub const DEFAULTS: &[DefaultValue] = &[
+    default("add.attempts-default", "add --attempts", "10", "steps/add-stored"),
+    default("add.priority", "add --priority", "0", "steps/add-stored"),
+    default("add.delay", "add --delay", "0: due at once", "steps/add-stored"),
+    default("work.concurrency", "work --concurrency", "1", "cli/work-concurrency"),
+    default("work.lease", "work --lease", "1m", "cli/work-lease"),
+    default(
+        "work.timeout",
+        "work --timeout",
+        "0: no limit (a command runs past 50 s)",
+        "sweep/work-defaults",
+    ),
+    default("work.poll", "work --poll", "1s", "cli/work-poll"),
+    default("work.stop", "work --grace", "30s", "sweep/work-defaults"),
+    default("list.limit", "list --limit", "50", "cli/list-limit"),
+    default("serve.addr", "serve --addr", "127.0.0.1:7660", "sweep/serve-defaults"),
+    default("serve.max-body", "serve --max-body", "1048576", "http/body-exact"),
+    default("http.claim-lease", "POST /v1/claim lease", "60 s", "http/claim-options"),
+    default("http.extend", "POST /v1/jobs/{id}/extend lease", "60 s", "http/claim-options"),
+    default("http.claim-wait", "POST /v1/claim wait", "0: answered at once", "sweep/serve-defaults"),
+    default("http.add-max-attempts", "POST /v1/jobs max_attempts", "10", "http/add-options"),
+    default("http.add-priority", "POST /v1/jobs priority", "0", "http/add-options"),
+    default("http.add-delay", "POST /v1/jobs delay", "0: due at once", "http/add-options"),
+    default("http.list-limit", "GET /v1/jobs limit", "100", "http/list-filters"),
+    default("http.fail", "POST /v1/jobs/{id}/fail error", "failed", "http/fail-options"),
+];
+
 /// A `format_version` a file may hold, and how it is stored.
 #[derive(Debug, Clone, Copy)]
 pub enum Stored {
@@ -452,6 +623,17 @@ mod tests {
         versions.sort_unstable();
         versions.dedup();
         assert_eq!(versions.len(), VERSIONS.len(), "a version name twice");
+    }
+
+    /// Each default names a COMMAND.md item and a case of the suite.
+    #[test]
+    fn every_default_is_checked_by_a_case() {
+        let cases: Vec<&str> = crate::cases::all().iter().map(|c| c.id).collect();
+        for d in DEFAULTS {
+            assert!(crate::spec::title(d.item).is_some(), "{}: COMMAND.md has no item {}", d.flag, d.item);
+            assert!(!d.value.is_empty(), "{}: its value", d.flag);
+            assert!(cases.contains(&d.case), "{}: no case {}", d.flag, d.case);
+        }
     }
 
     /// No payload of the argument way is one an argument cannot hold.

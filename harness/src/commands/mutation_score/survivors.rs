@@ -43,6 +43,9 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("usage-twice", WHY_SHOULD),
     ("status-only-error", WHY_SHOULD),
     ("timeout-unnamed", WHY_SHOULD),
+    ("default-timeout-50s", WHY_SLOW_DEFAULTS),
+    ("default-grace-10s", WHY_SLOW_DEFAULTS),
+    ("default-grace-60s", WHY_SLOW_DEFAULTS),
 ];
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
@@ -55,6 +58,7 @@ const WHY_ROLLBACK: &str = "a step's ROLLBACK made a no-op: the reference's step
 const WHY_CLAIM_LEFT: &str = "leaves undone http.claim-left-gives-back, a `should`: the job that a claim takes for a client that has left comes back when its lease runs out, as http.claim-left (a `must`) allows and the legal variant serve-keeps-abandoned-claims does; http/poll-disconnect-gives-back (`should`) warns";
 const WHY_KEEP_ALIVE: &str = "closes the connection after a 405 without saying Connection: close: keeping a connection usable after a refusal is a `should` (http/keep-alive-after-refusal warns), and a client that sends again on a new connection is served";
 const WHY_SHOULD: &str = "breaks only a `should` item of COMMAND.md (the one its description names: a status, a message printed once, what last_error says), which a correct program may leave undone (the legal variants do: serve-other-statuses, usage-printed-twice, status-only-last-error); the `should` case that checks it warns";
+const WHY_SLOW_DEFAULTS: &str = "a default of `work` that shows only after a long wait (a command that runs past 50 s without --timeout; a grace of 30 s after SIGTERM): killed by sweep/work-defaults, which takes about a minute and so runs only under --slow (as the release check runs the score)";
 const WHY_SLOW: &str = "killed by http/claim-wait-most, a case that waits 30 s and so runs only under --slow (as the release check runs the score)";
 
 /// Why `name` survives the cases, if it is listed.
