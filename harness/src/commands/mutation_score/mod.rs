@@ -223,8 +223,10 @@ impl Outcome {
 }
 
 /// The families whose cases take well under a second each and catch most
-/// step and command-line bugs: run first, so that most kills come fast.
-const QUICK: &[&str] = &["steps/", "cli/", "sweep/"];
+/// step and command-line bugs, and the mutants of the schema and of opening
+/// a file (format, refusal, bad-input, compat: some forty cases in four
+/// seconds): run first, so that most kills come fast.
+const QUICK: &[&str] = &["steps/", "cli/", "sweep/", "format/", "refusal/", "bad-input/", "compat/"];
 
 /// The cases, in the batches each mutant's run goes through, each batch a
 /// run of the suite with --fail-fast: the quick families, then the rest but
