@@ -153,6 +153,10 @@ pub const EQUIVALENT: &[(&str, &str)] = &[
     ("take/first-1", WHY_TAKE_UNHELD),
     ("take/first-2", WHY_TAKE_UNHELD),
     ("expire_unleased/first-1", WHY_EXPIRE_UNLEASED),
+    ("reap_dead/uoi-2", WHY_OWN_WORDS),
+    ("reap_dead/uoi-3", WHY_OWN_WORDS),
+    ("reap_ready/uoi-2", WHY_OWN_WORDS),
+    ("reap_ready/uoi-3", WHY_OWN_WORDS),
 ];
 
 const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns the same first row";
