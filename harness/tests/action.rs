@@ -127,10 +127,27 @@ fn the_action_and_the_workflows_parse_and_pass_actionlint() {
         "release.yml runs on a tag"
     );
 
+    // cargo-mutants' workflow: every mutant of src/ in a matrix of shards,
+    // and only the lines a pull request changes on a pull request.
+    let mutants = repo().join(".github/workflows/mutants.yml");
+    let workflow = yaml(&mutants);
+    let shards = workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"].as_sequence().expect("the shards");
+    let run = |job: &str| {
+        let steps = workflow["jobs"][job]["steps"].as_sequence().expect("the job's steps");
+        steps.iter().filter_map(|s| s["run"].as_str()).collect::<Vec<_>>().join("\n")
+    };
+    assert!(shards.len() > 1 && run("shard").contains(&format!("--shard \"${{SHARD}}/{}\"", shards.len())));
+    assert!(run("in-diff").contains("--in-diff"), "mutants.yml runs --in-diff on a pull request");
+
     if !have("actionlint") {
         return;
     }
-    let out = Command::new("actionlint").arg(&release).current_dir(repo()).output().expect("actionlint runs");
+    let out = Command::new("actionlint")
+        .arg(&release)
+        .arg(&mutants)
+        .current_dir(repo())
+        .output()
+        .expect("actionlint runs");
     assert!(
         out.status.success(),
         "actionlint: {}{}",

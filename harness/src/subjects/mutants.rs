@@ -10,6 +10,31 @@
 //! - `order`: the direction of an ORDER BY term reversed;
 //! - `set`: an assignment of an UPDATE's SET dropped.
 //!
+//! Then the classic operators, the selective set that mutation research
+//! found sufficient (Offutt, Lee, Rothermel, Untch and Zapf, 1996: ABS,
+//! AOR, LCR, ROR, UOI), and the two of issue 42, each kind leaving out
+//! what a kind before it makes or what is the same mutant in other words:
+//! - `ror`: every comparison's operator replaced by each other relation
+//!   that `cmp` does not give, and the comparison by FALSE and by TRUE (not
+//!   TRUE for a conjunct of a WHERE: that is the conjunct dropped, `where`);
+//! - `lcr`: AND made OR and OR made AND (not BETWEEN's AND);
+//! - `aor`: each arithmetic operator (`+ - * / %`, not the shift) replaced
+//!   by each other one;
+//! - `abs`: a number that a statement computes with (a numeric column or
+//!   parameter beside an operator, in min, max, coalesce, abs or sum, in
+//!   VALUES, or a CASE's result) wrapped in abs() and in -abs(); abs() of a
+//!   value never below 0 is equivalent by rule ([`Mutant::equivalent`]), and
+//!   -abs() of it is `uoi`'s negation, so not made;
+//! - `uoi`: such a number negated, and NOT before a condition that is no
+//!   comparison (IS NULL, IN, BETWEEN, the flag :permanent; NOT before a
+//!   comparison is ROR's opposite relation, NULLs alike);
+//! - `off`: the right side of a comparison of numbers moved by one, down and
+//!   up (`attempts >= max_attempts - 1`; not a literal, which `const` moves);
+//! - `first`: an assignment of a column that may hold NULL made to keep the
+//!   value already there (`last_error = coalesce(last_error, :error)`); for
+//!   a NOT NULL column, or a value of NULL, that is the assignment dropped
+//!   (`set`).
+//!
 //! The hand-made mutations of tests/spec_mutations.rs
 //! (tests/spec_mutations.txt, `hand`) join them. A mutant is named
 //! `STATEMENT/KIND-N` (`pick/cmp-3`) and chosen at run time by
@@ -33,6 +58,9 @@ pub struct Mutant {
     pub what: String,
     /// The statement's mutated text.
     pub text: String,
+    /// Why no run can kill it, when a rule of its operator says so (abs()
+    /// of a value never below 0); the others are listed in [`EQUIVALENT`].
+    pub equivalent: Option<&'static str>,
 }
 
 impl Mutant {
@@ -122,6 +150,13 @@ pub const EQUIVALENT: &[(&str, &str)] = &[
     ("find_tables/where-2", WHY_TABLES_BY_NAME),
     ("find_tables/order-1", WHY_TABLES_BY_NAME),
     ("find_index/cmp-1", WHY_INDEX_FIRST),
+    ("take/first-1", WHY_TAKE_UNHELD),
+    ("take/first-2", WHY_TAKE_UNHELD),
+    ("expire_unleased/first-1", WHY_EXPIRE_UNLEASED),
+    ("reap_dead/uoi-2", WHY_OWN_WORDS),
+    ("reap_dead/uoi-3", WHY_OWN_WORDS),
+    ("reap_ready/uoi-2", WHY_OWN_WORDS),
+    ("reap_ready/uoi-3", WHY_OWN_WORDS),
 ];
 
 const WHY_LIMIT: &str = "the reference reads only the first row: LIMIT 2 returns the same first row";
@@ -144,6 +179,9 @@ const WHY_LIST_DELAYED: &str = "the listing's `delayed` also tries done and dead
 const WHY_TABLES_BY_NAME: &str = "the reference looks for ukue_meta and ukue_jobs by name among the tables it reads: more tables, or another order, find the same two";
 const WHY_INDEX_FIRST: &str = "'index' sorts first of sqlite_master's types (index, table, trigger, view): `type <= 'index'` is `type = 'index'`";
 const WHY_OWN_WORDS: &str = "FORMAT.md §5.4 asks a reap for a note that the lease expired, in each program's own words: `expired (attempt 1 of 3)` is one, as the model (any note that is not empty) and the published format accept";
+const WHY_TAKE_UNHELD: &str = "take keeps the token or lease a ready job already holds, and a ready job holds none (§7 lease_only_while_running): coalesce(NULL, the new one) is the new one";
+const WHY_EXPIRE_UNLEASED: &str =
+    "expire_unleased sets only leases that are NULL (its WHERE): coalesce(NULL, :now) is :now";
 const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
 
 /// Mutants that change only what the fuzz targets do not run or cannot
@@ -223,13 +261,39 @@ const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows
 const WHY_OPEN: &str = "runs only when a file is made or opened, which ops_vs_model does once, in memory: open_bytes opens every input as the builtin FORMAT.md does and compares (fuzz/time-to-bug.sh open_bytes), as do tests/spec_mutations.rs and the conformance suite's opening and refusal cases";
 const WHY_ROLLBACK: &str = "ops_vs_model never runs it: a step of the reference that fails after it began to write does not happen on a sound in-memory database; opening rolls back its checks' transaction (fuzz/time-to-bug.sh open_bytes)";
 
+/// The kinds of the classic operators.
+pub const CLASSIC: &[&str] = &["ror", "lcr", "aor", "abs", "uoi", "off", "first"];
+
+/// The statements that run only as a file is made or opened: the classic
+/// operators' mutants of them are unreached by ops_vs_model, as the other
+/// kinds' are (listed one by one in [`UNREACHED`]).
+const OPENING: &[Stmt] = &[
+    Stmt::CreateMeta,
+    Stmt::CreateJobs,
+    Stmt::CreateIndexDue,
+    Stmt::CreateIndexNext,
+    Stmt::CreateIndexLeases,
+    Stmt::CreateIndexState,
+    Stmt::FindTables,
+    Stmt::CountSchema,
+    Stmt::ReadVersion,
+    Stmt::FindIndex,
+];
+const WHY_OPENING: &str = "a classic operator's mutant of a statement that runs only when a file is made or opened (a CHECK, a DEFAULT or an index of the schema, a look at sqlite_master or ukue_meta), which ops_vs_model does once, in memory: open_bytes compares each opening with the builtin's (fuzz/time-to-bug.sh open_bytes), as do the conformance suite's format, opening and refusal cases";
+
 /// Whether `name` is listed in [`EQUIVALENT`] or [`UNREACHED`]: which
 /// (`equivalent`, `unreached`), and why.
 pub fn set_aside(name: &str) -> Option<(&'static str, &'static str)> {
     let find = |list: &'static [(&'static str, &'static str)]| list.iter().find(|(n, _)| *n == name);
     find(EQUIVALENT)
         .map(|(_, why)| ("equivalent", *why))
+        .or_else(|| named(name)?.equivalent.map(|why| ("equivalent", why)))
         .or_else(|| find(UNREACHED).map(|(_, why)| ("unreached", *why)))
+        .or_else(|| {
+            let m = named(name)?;
+            let classic = CLASSIC.iter().any(|k| name.contains(&format!("/{k}-")));
+            (classic && OPENING.contains(&m.stmt)).then_some(("unreached", WHY_OPENING))
+        })
 }
 
 /// Every mutant: the generated ones of every statement, then the
@@ -266,6 +330,7 @@ fn hand_made() -> Result<Vec<Mutant>, String> {
             stmt: m.stmt,
             what: format!("{:?} → {:?}", m.from, m.to),
             text,
+            equivalent: None,
         });
     }
     Ok(out)
@@ -415,6 +480,11 @@ pub fn generated(stmt: Stmt, sql: &str) -> Vec<Mutant> {
             edits.push(("set", vec![cut]));
         }
     }
+    // The classic operators come after the kinds above, so that a text
+    // they make again is theirs, and those kinds' names stay as they were.
+    if !is_pragma(sql, &toks) {
+        edits.extend(classic(sql, &toks, &assignments, &assigning));
+    }
     let mut counts = std::collections::BTreeMap::new();
     let mut out: Vec<Mutant> = Vec::new();
     for (kind, cuts) in edits {
@@ -429,7 +499,18 @@ pub fn generated(stmt: Stmt, sql: &str) -> Vec<Mutant> {
             continue;
         }
         let n = counts.entry(kind).and_modify(|n| *n += 1).or_insert(1);
-        out.push(Mutant { name: format!("{}/{kind}-{n}", stmt.name()), stmt, what: what.join("; "), text });
+        let abs_of_positive = kind == "abs"
+            && cuts.iter().all(|(start, end, to)| {
+                to.starts_with("abs(") && in_list(NEVER_NEGATIVE, &sql[*start..*end])
+            });
+        let equivalent = abs_of_positive.then_some(WHY_NEVER_NEGATIVE);
+        out.push(Mutant {
+            name: format!("{}/{kind}-{n}", stmt.name()),
+            stmt,
+            what: what.join("; "),
+            text,
+            equivalent,
+        });
     }
     out
 }
@@ -561,6 +642,406 @@ fn order_terms(sql: &str, toks: &[Token]) -> Vec<Cut> {
     out
 }
 
+// ---------------------------------------------------------------- the classic operators
+
+/// The relations ROR puts in each other's place (`==` is `=`, `<>` is `!=`).
+const RELATIONS: &[&str] = &["<", "<=", "=", "!=", ">", ">="];
+
+fn relation(op: &str) -> Option<&'static str> {
+    match op {
+        "==" => Some("="),
+        "<>" => Some("!="),
+        _ => RELATIONS.iter().find(|r| **r == op).copied(),
+    }
+}
+
+/// The arithmetic operators AOR puts in each other's place (not `<<`,
+/// a shift, nor `||`, which joins text).
+const ARITHMETIC: &[&str] = &["+", "-", "*", "/", "%"];
+
+/// Words that end an operand: a comparison's sides and a value stop at them.
+const STOPS: &[&str] = &[
+    "AND",
+    "OR",
+    "NOT",
+    "WHERE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "SELECT",
+    "FROM",
+    "ORDER",
+    "GROUP",
+    "LIMIT",
+    "RETURNING",
+    "SET",
+    "BETWEEN",
+    "IS",
+    "IN",
+    "ON",
+    "CHECK",
+    "UNION",
+    "BY",
+    "VALUES",
+    "AS",
+    "DEFAULT",
+];
+
+/// Columns and parameters that hold text: a comparison of them is not moved
+/// by one, nor their value negated.
+const TEXTS: &[&str] = &[
+    "queue",
+    "state",
+    "token",
+    "last_error",
+    "payload",
+    "name",
+    "type",
+    "key",
+    "value",
+    ":queue",
+    ":state",
+    ":token",
+    ":error",
+    ":name",
+    ":key",
+    ":value",
+    ":payload",
+];
+
+/// Columns and parameters that hold numbers: the values ABS and UOI change.
+const NUMBERS: &[&str] = &[
+    "id",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "run_at",
+    "lease_until",
+    "created_at",
+    "updated_at",
+    ":id",
+    ":now",
+    ":lease",
+    ":after",
+    ":limit",
+    ":priority",
+    ":max_attempts",
+    ":run_at",
+    ":retry_in",
+];
+
+/// Values that are never below 0 in any file the format allows and any step
+/// the reference takes: abs() of one is the value itself. (`priority` may be
+/// negative; an id or a time given on the command line may be too.)
+const NEVER_NEGATIVE: &[&str] = &[
+    "id",
+    "attempts",
+    "max_attempts",
+    "lease_until",
+    "created_at",
+    "updated_at",
+    ":now",
+    ":limit",
+    ":max_attempts",
+];
+const WHY_NEVER_NEGATIVE: &str = "abs() of a value that is never below 0 (attempts, max_attempts and ids by the schema's CHECKs and AUTOINCREMENT, the clock's times, a limit of 1 or more): the value itself";
+
+/// The columns that may hold NULL: the only ones whose first value a SET
+/// can keep (for a NOT NULL column, `coalesce(col, E)` is col: the
+/// assignment dropped, which `set` does).
+const NULLABLE: &[&str] = &["lease_until", "token", "last_error"];
+
+fn text_of<'a>(sql: &'a str, t: &Token) -> &'a str {
+    &sql[t.start..t.end]
+}
+
+fn in_list(list: &[&str], text: &str) -> bool {
+    list.iter().any(|w| w.eq_ignore_ascii_case(text))
+}
+
+/// Whether token `k` is a relational operator that compares (not a SET's
+/// assignment).
+fn is_relation(sql: &str, toks: &[Token], k: usize, assigning: &[usize]) -> bool {
+    toks[k].kind == Tok::Op && relation(text_of(sql, &toks[k])).is_some() && !assigning.contains(&k)
+}
+
+/// Whether token `k` ends an operand, so that an operator after it is binary.
+fn ends_operand(sql: &str, t: &Token) -> bool {
+    match t.kind {
+        Tok::Number | Tok::Str | Tok::Param | Tok::Close => true,
+        Tok::Word => !in_list(STOPS, text_of(sql, t)),
+        _ => false,
+    }
+}
+
+/// One side of the operator at `op` (`step` -1: the left, 1: the right),
+/// as the first and last of its tokens: up to a relation, a comma, a word
+/// of [`STOPS`] or the parenthesis around it; a CASE … END is one operand.
+fn side(sql: &str, toks: &[Token], op: usize, step: isize, assigning: &[usize]) -> Option<(usize, usize)> {
+    let depth = toks[op].depth;
+    let (mut k, mut far) = (op as isize + step, None);
+    let (open, close) = if step > 0 { ("CASE", "END") } else { ("END", "CASE") };
+    while let Some(t) = usize::try_from(k).ok().and_then(|k| toks.get(k)) {
+        if t.depth < depth {
+            break;
+        }
+        if t.depth == depth {
+            let w = text_of(sql, t);
+            let stop = t.kind == Tok::Comma
+                || is_relation(sql, toks, k as usize, assigning)
+                || (t.kind == Tok::Op && assigning.contains(&(k as usize)))
+                || (t.kind == Tok::Word && (in_list(STOPS, w) || w.eq_ignore_ascii_case(close)));
+            if stop {
+                break;
+            }
+            if t.kind == Tok::Word && w.eq_ignore_ascii_case(open) {
+                // To the matching end, past the CASEs within.
+                let mut nest = 0;
+                loop {
+                    let u = &toks[k as usize];
+                    if u.depth == depth && u.kind == Tok::Word {
+                        let w = text_of(sql, u);
+                        if w.eq_ignore_ascii_case(open) {
+                            nest += 1;
+                        } else if w.eq_ignore_ascii_case(close) {
+                            nest -= 1;
+                            if nest == 0 {
+                                break;
+                            }
+                        }
+                    }
+                    k += step;
+                }
+            }
+        }
+        far = Some(k as usize);
+        k += step;
+    }
+    let far = far?;
+    Some(if step > 0 { (op + 1, far) } else { (far, op - 1) })
+}
+
+/// Whether the tokens `lo..=hi` hold a number: a numeric column, parameter
+/// or literal, and nothing that holds text.
+fn numeric(sql: &str, toks: &[Token], (lo, hi): (usize, usize)) -> bool {
+    let part = &toks[lo..=hi];
+    let texty = |t: &Token| {
+        t.kind == Tok::Str || text_of(sql, t) == "||" || in_list(TEXTS, text_of(sql, t)) && t.kind != Tok::Op
+    };
+    let numbery = |t: &Token| t.kind == Tok::Number || in_list(NUMBERS, text_of(sql, t));
+    !part.iter().any(texty) && part.iter().any(numbery)
+}
+
+/// The value that starts at token `k`, if one does: a numeric column or
+/// parameter (`level.priority` whole), as the first and last of its tokens.
+fn primary(sql: &str, toks: &[Token], k: usize) -> Option<(usize, usize)> {
+    let t = &toks[k];
+    let dotted =
+        |k: usize| toks.get(k + 1).is_some_and(|d| text_of(sql, d) == ".") && toks.get(k + 2).is_some();
+    if t.kind == Tok::Word && dotted(k) {
+        return in_list(NUMBERS, text_of(sql, &toks[k + 2])).then_some((k, k + 2));
+    }
+    let after_dot = k > 0 && text_of(sql, &toks[k - 1]) == ".";
+    (matches!(t.kind, Tok::Word | Tok::Param) && !after_dot && in_list(NUMBERS, text_of(sql, t)))
+        .then_some((k, k))
+}
+
+/// Whether the value `lo..=hi` stands where a number is computed: beside an
+/// operator (the right of a SET's assignment, not its column), an argument
+/// of min, max, coalesce, abs or sum, an item of VALUES, or a CASE's result.
+/// Not a column named in a list (SELECT, RETURNING, ORDER BY, an index's or
+/// an INSERT's columns).
+fn computed(sql: &str, toks: &[Token], (lo, hi): (usize, usize), assigning: &[usize]) -> bool {
+    let op = |k: usize| toks[k].kind == Tok::Op && text_of(sql, &toks[k]) != ".";
+    let before = lo.checked_sub(1);
+    if before.is_some_and(&op)
+        || hi + 1 < toks.len() && op(hi + 1) && !assigning.contains(&(hi + 1))
+        || before
+            .is_some_and(|b| in_list(&["THEN", "ELSE"], text_of(sql, &toks[b])) && toks[b].kind == Tok::Word)
+    {
+        return true;
+    }
+    // Inside parentheses: whose?
+    let depth = toks[lo].depth;
+    let Some(open) = toks[..lo].iter().rposition(|t| t.kind == Tok::Open && t.depth + 1 == depth) else {
+        return false;
+    };
+    open.checked_sub(1).is_some_and(|f| {
+        toks[f].kind == Tok::Word
+            && in_list(&["min", "max", "coalesce", "abs", "sum", "VALUES"], text_of(sql, &toks[f]))
+    })
+}
+
+/// Whether the comparison `lo..=hi` is a conjunct of a WHERE: ANDs
+/// alone between it and the WHERE, and an AND or the clause's end after it.
+fn conjunct(sql: &str, toks: &[Token], lo: usize, hi: usize) -> bool {
+    let depth = toks[lo].depth;
+    let before = toks[..lo].iter().enumerate().rev().find(|(k, t)| {
+        t.depth < depth
+            || t.depth == depth
+                && t.kind == Tok::Word
+                && in_list(STOPS, text_of(sql, t))
+                && (!text_of(sql, t).eq_ignore_ascii_case("AND") || betweens_and(sql, toks, *k))
+    });
+    let after_ok = match toks.get(hi + 1) {
+        None => true,
+        Some(t) if t.depth < depth => true,
+        Some(t) => {
+            t.kind == Tok::Word
+                && (in_list(&["ORDER", "GROUP", "LIMIT", "RETURNING", "UNION"], text_of(sql, t))
+                    || text_of(sql, t).eq_ignore_ascii_case("AND") && !betweens_and(sql, toks, hi + 1))
+        }
+    };
+    after_ok && before.is_some_and(|(_, t)| t.depth == depth && text_of(sql, t).eq_ignore_ascii_case("WHERE"))
+}
+
+/// The condition that is not a comparison and whose word or parameter is
+/// at `k` (`x IS [NOT] NULL`, `x IN (…)`, `x BETWEEN a AND b`, the flag
+/// `:permanent`), as the first and last of its tokens: where UOI puts a NOT.
+/// (NOT before a comparison is ROR's opposite relation, NULLs alike.)
+fn condition(sql: &str, toks: &[Token], k: usize, assigning: &[usize]) -> Option<(usize, usize)> {
+    let t = &toks[k];
+    let w = text_of(sql, t);
+    if t.kind == Tok::Param && w == ":permanent" {
+        return Some((k, k));
+    }
+    if t.kind != Tok::Word {
+        return None;
+    }
+    let (lo, _) = side(sql, toks, k, -1, assigning)?;
+    let hi = if w.eq_ignore_ascii_case("IS") {
+        let not = toks.get(k + 1).is_some_and(|n| text_of(sql, n).eq_ignore_ascii_case("NOT"));
+        k + if not { 2 } else { 1 }
+    } else if w.eq_ignore_ascii_case("IN") {
+        let depth = toks.get(k + 1).filter(|o| o.kind == Tok::Open)?.depth;
+        (k + 2..toks.len()).find(|&c| toks[c].kind == Tok::Close && toks[c].depth == depth)?
+    } else if w.eq_ignore_ascii_case("BETWEEN") {
+        let and = (k + 1..toks.len()).find(|&a| {
+            toks[a].depth == t.depth
+                && toks[a].kind == Tok::Word
+                && text_of(sql, &toks[a]).eq_ignore_ascii_case("AND")
+        })?;
+        side(sql, toks, and, 1, assigning)?.1
+    } else {
+        return None;
+    };
+    (hi < toks.len()).then_some((lo, hi))
+}
+
+/// Whether the AND at `k` is BETWEEN's (`x BETWEEN 1 AND 200`), no
+/// connector.
+fn betweens_and(sql: &str, toks: &[Token], k: usize) -> bool {
+    let depth = toks[k].depth;
+    for t in toks[..k].iter().rev() {
+        if t.depth < depth {
+            return false;
+        }
+        if t.depth == depth && t.kind == Tok::Word {
+            let w = text_of(sql, t);
+            if w.eq_ignore_ascii_case("BETWEEN") {
+                return true;
+            }
+            if in_list(&["AND", "OR", "WHERE", "WHEN", "CHECK", "THEN", "ELSE"], w) {
+                return false;
+            }
+        }
+    }
+    false
+}
+
+/// The edits of the classic operators (Offutt et al.'s selective set, and
+/// two the issue names), each kind in the module's documentation.
+fn classic(
+    sql: &str,
+    toks: &[Token],
+    assignments: &[Assignment],
+    assigning: &[usize],
+) -> Vec<(&'static str, Vec<Cut>)> {
+    let mut ror = Vec::new();
+    let mut off = Vec::new();
+    let mut not = Vec::new();
+    let mut aor = Vec::new();
+    let mut lcr = Vec::new();
+    let mut values = Vec::new();
+    for (k, t) in toks.iter().enumerate() {
+        let here = text_of(sql, t);
+        if is_relation(sql, toks, k, assigning) {
+            let (Some(left), Some(right)) =
+                (side(sql, toks, k, -1, assigning), side(sql, toks, k, 1, assigning))
+            else {
+                continue;
+            };
+            let op = relation(here).unwrap_or(here);
+            for to in RELATIONS.iter().filter(|r| **r != op && !neighbours(op).contains(r)) {
+                ror.push(vec![(t.start, t.end, (*to).to_string())]);
+            }
+            let (start, end) = (toks[left.0].start, toks[right.1].end);
+            // TRUE for a conjunct of a WHERE is that conjunct dropped (`where`).
+            let consts: &[&str] =
+                if conjunct(sql, toks, left.0, right.1) { &["FALSE"] } else { &["TRUE", "FALSE"] };
+            for to in consts {
+                ror.push(vec![(start, end, to.to_string())]);
+            }
+            let single_number = right.0 == right.1 && toks[right.0].kind == Tok::Number;
+            if numeric(sql, toks, left) && numeric(sql, toks, right) && !single_number {
+                let r = &sql[toks[right.0].start..toks[right.1].end];
+                for to in [format!("{r} - 1"), format!("{r} + 1")] {
+                    off.push(vec![(toks[right.0].start, toks[right.1].end, to)]);
+                }
+            }
+        }
+        if t.kind == Tok::Op && ARITHMETIC.contains(&here) && k > 0 && ends_operand(sql, &toks[k - 1]) {
+            for to in ARITHMETIC.iter().filter(|a| **a != here) {
+                aor.push(vec![(t.start, t.end, (*to).to_string())]);
+            }
+        }
+        if t.kind == Tok::Word && !betweens_and(sql, toks, k) {
+            if here.eq_ignore_ascii_case("AND") {
+                lcr.push(vec![(t.start, t.end, "OR".to_string())]);
+            } else if here.eq_ignore_ascii_case("OR") {
+                lcr.push(vec![(t.start, t.end, "AND".to_string())]);
+            }
+        }
+        if let Some(span) = primary(sql, toks, k) {
+            if computed(sql, toks, span, assigning) {
+                values.push(span);
+            }
+        }
+        if let Some((lo, hi)) = condition(sql, toks, k, assigning) {
+            let (start, end) = (toks[lo].start, toks[hi].end);
+            not.push(vec![(start, end, format!("NOT ({})", &sql[start..end]))]);
+        }
+    }
+    let mut abs = Vec::new();
+    let mut neg = Vec::new();
+    for (lo, hi) in values {
+        let (start, end) = (toks[lo].start, toks[hi].end);
+        let v = &sql[start..end];
+        abs.push(vec![(start, end, format!("abs({v})"))]);
+        // -abs() of a value never below 0 is the value negated (`uoi`).
+        if !in_list(NEVER_NEGATIVE, v) {
+            abs.push(vec![(start, end, format!("-abs({v})"))]);
+        }
+        neg.push(vec![(start, end, format!("(-{v})"))]);
+    }
+    let mut first = Vec::new();
+    for a in assignments {
+        let Some(eq) = a.eq else { continue };
+        let column = &sql[a.start..toks[eq].start].trim();
+        // Keeping the first of NULL is the assignment dropped (`set`).
+        let value = sql[toks[eq].end..a.end].trim();
+        if in_list(NULLABLE, column) && !value.eq_ignore_ascii_case("NULL") {
+            first.push(vec![(toks[eq + 1].start, a.end, format!("coalesce({column}, {value})"))]);
+        }
+    }
+    let kinds = [("ror", ror), ("lcr", lcr), ("aor", aor), ("abs", abs), ("uoi", neg), ("uoi", not)];
+    let mut out: Vec<(&'static str, Vec<Cut>)> =
+        kinds.into_iter().flat_map(|(kind, cuts)| cuts.into_iter().map(move |c| (kind, c))).collect();
+    out.extend(off.into_iter().map(|c| ("off", c)));
+    out.extend(first.into_iter().map(|c| ("first", c)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,6 +1089,79 @@ mod tests {
         );
         // A WHERE of one conjunct goes whole; BETWEEN's AND is no conjunct.
         assert_eq!(texts(s, "SELECT 1 FROM t WHERE a BETWEEN 1 AND 2", "where"), ["SELECT 1 FROM t "]);
+    }
+
+    #[test]
+    fn the_classic_operators_mutate_as_their_rules_say() {
+        let sql = "UPDATE t SET last_error = :error, token = NULL, run_at = :now + 5 \
+                   WHERE id = :id AND attempts >= max_attempts AND (x IS NULL OR priority < 0)";
+        let s = Stmt::Fail;
+        let with = |from: &str, to: &str| sql.replacen(from, to, 1);
+        // ROR: the relations cmp does not give, and FALSE (TRUE for a
+        // WHERE's conjunct is `where`'s); none for the SET's `=`.
+        let ror = texts(s, sql, "ror");
+        for to in ["<", "<=", "!="] {
+            assert!(ror.contains(&with(">= max_attempts", &format!("{to} max_attempts"))), "{to}: {ror:#?}");
+        }
+        assert!(ror.contains(&with("attempts >= max_attempts", "FALSE")));
+        assert!(!ror.contains(&with("attempts >= max_attempts", "TRUE")));
+        assert!(ror.contains(&with("priority < 0", "TRUE")), "not a WHERE's conjunct: {ror:#?}");
+        assert!(ror.iter().all(|t| t.starts_with("UPDATE t SET last_error = :error,")), "{ror:#?}");
+        let off = texts(s, sql, "off");
+        assert_eq!(off.len(), 4, "id's and attempts' comparisons, not priority's with a number: {off:#?}");
+        assert!(off.contains(&with("max_attempts AND", "max_attempts - 1 AND")));
+        assert!(off.contains(&with(":id AND", ":id + 1 AND")));
+        assert_eq!(texts(s, sql, "lcr").len(), 3);
+        assert!(texts(s, sql, "lcr").contains(&with("x IS NULL OR", "x IS NULL AND")));
+        let aor = texts(s, sql, "aor");
+        assert_eq!(aor, ["-", "*", "/", "%"].map(|op| with(":now + 5", &format!(":now {op} 5"))));
+        // abs() of :now and :id is equivalent (by rule), -abs() of them is
+        // uoi's negation; priority may be below 0.
+        let abs = generated(s, sql).into_iter().filter(|m| m.name.contains("/abs-")).collect::<Vec<_>>();
+        let abs_now = abs.iter().find(|m| m.text == with(":now", "abs(:now)")).unwrap();
+        assert!(abs_now.equivalent.is_some());
+        assert!(!abs.iter().any(|m| m.text == with(":now", "-abs(:now)")));
+        assert!(abs
+            .iter()
+            .any(|m| m.text == with("priority <", "-abs(priority) <") && m.equivalent.is_none()));
+        let uoi = texts(s, sql, "uoi");
+        assert!(uoi.contains(&with("priority <", "(-priority) <")));
+        assert!(uoi.contains(&with("x IS NULL", "NOT (x IS NULL)")));
+        assert!(
+            !uoi.iter().any(|t| t.contains("NOT (attempts")),
+            "NOT before a comparison is ROR's: {uoi:#?}"
+        );
+        // First wins where a value is set, not where NULL is.
+        assert_eq!(texts(s, sql, "first"), [with("= :error", "= coalesce(last_error, :error)")]);
+    }
+
+    #[test]
+    fn every_classic_mutant_of_the_format_is_valid_sql() {
+        let builtin = Spec::builtin();
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for stmt in Stmt::SCHEMA {
+            conn.execute_batch(builtin.sql(*stmt)).unwrap();
+        }
+        let mut seen = 0;
+        for m in all().iter().filter(|m| CLASSIC.iter().any(|k| m.name.contains(&format!("/{k}-")))) {
+            seen += 1;
+            if Stmt::SCHEMA.contains(&m.stmt) {
+                // A schema statement makes what it names: on a file of its own.
+                let fresh = rusqlite::Connection::open_in_memory().unwrap();
+                for other in Stmt::SCHEMA.iter().take_while(|s| **s != m.stmt) {
+                    fresh.execute_batch(builtin.sql(*other)).unwrap();
+                }
+                fresh.execute_batch(&m.text).unwrap_or_else(|e| panic!("{}: {e}: {}", m.name, m.text));
+            } else if !m.text.trim_start().starts_with("PRAGMA") {
+                // A WHERE that the partial index it names no longer covers
+                // is a statement SQLite refuses to run: a mutant that fails
+                // every step that runs it, not a syntax error.
+                if let Err(e) = conn.prepare(&m.text) {
+                    assert!(e.to_string().contains("no query solution"), "{}: {e}: {}", m.name, m.text);
+                }
+            }
+        }
+        assert!(seen > 500, "{seen}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn cases() -> Vec<Case> {
         Case { level: Level::Should, ..case("cli/work-last-error-text", "work.last-error-stderr", "last_error holds the exit status and the end of stderr (at most 4,000 bytes); a timeout's says it timed out", outcome::last_error_text) },
         case("cli/work-background-output", "work.background-output", "a command that exits 0 while its background child holds its output finishes its job within 10 s", outcome::background_output),
         case("cli/work-concurrency", "work.concurrency", "--concurrency 4 runs 4 commands at once, never 5; the default runs one at a time", pace::concurrency),
-        case("cli/work-lease", "work.lease", "each claim's lease_until is its time plus --lease (default 1m)", pace::lease),
+        case("cli/work-lease", "work.lease", "each claim's lease_until is its time plus --lease (default 1m; 3ms, the shortest, taken)", pace::lease),
         case("cli/work-poll", "work.poll", "an idle worker claims a job another program adds within about --poll 100ms, or 1 s without it", pace::poll),
         case("cli/work-stop", "work.stop", "after SIGTERM no job is claimed, running commands go on and end as usual, the worker exits 0; a second signal ends it at once", stopping::stop),
         case("cli/work-stop-kill", "work.stop-kill", "a command stopped by a timeout, a lost lease or the grace's end gets SIGTERM with its group, SIGKILL 10 s later", stopping::stop_kill),

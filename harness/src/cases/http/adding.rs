@@ -18,7 +18,7 @@ use crate::subjects::Failure;
 pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResult) -> Case) -> Vec<Case> {
     vec![case(
         "http/add-options",
-        "an add's keys and defaults (priority 0, max_attempts 10, due at once), delays as seconds and Go strings, run_at with offsets; bodies read whatever their Content-Type, an empty body as {}",
+        "an add's keys and defaults (priority 0, max_attempts 10, due at once), delays as seconds and Go strings, run_at with offsets and beside a delay of 0; bodies read whatever their Content-Type, an empty body as {}",
         add_options,
     )]
 }
@@ -44,6 +44,13 @@ const ADDS: &[(&str, i64, i64, Due)] = &[
     (r#"{"queue": "q", "run_at": "2030-10-06T11:00:00+02:00"}"#, 0, 10, Due::At("2030-10-06T09:00:00Z")),
     (r#"{"queue": "q", "run_at": "2030-10-06T09:00:00.250Z"}"#, 0, 10, Due::At("2030-10-06T09:00:00.250Z")),
     (r#"{"queue": "q", "run_at": "2020-01-01T00:00:00Z"}"#, 0, 10, Due::At("2020-01-01T00:00:00Z")),
+    // Only a delay over 0 is refused beside run_at (`http.add-run-at`).
+    (
+        r#"{"queue": "q", "delay": 0, "run_at": "2030-10-06T09:00:00Z"}"#,
+        0,
+        10,
+        Due::At("2030-10-06T09:00:00Z"),
+    ),
 ];
 
 /// A row's payload as text, for a message.

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::{survivors, Listed, Outcome, MODEL};
+use crate::subjects::mutants;
 
 /// The statement a mutant mutates, or `(kind)` for a bug of ukue-broken.
 pub fn statement(name: &str, kind: &str) -> String {
@@ -38,24 +39,44 @@ impl Row {
     }
 }
 
-/// Where a mutant of `kind` comes from, for the table by origin.
-fn origin(kind: &str) -> &'static str {
-    match kind {
+/// Where a mutant comes from, for the table by origin: the classic
+/// operators' mutants of FORMAT.md's statements apart from the first kinds.
+fn origin(m: &Listed) -> &'static str {
+    match m.kind {
         "bug" => "ukue-broken's step bugs",
         "serve-bug" | "serve-unreached" => "ukue-broken's servers",
         "cli-bug" => "ukue-broken's command lines",
+        _ if mutants::CLASSIC.iter().any(|k| m.name.contains(&format!("/{k}-"))) => {
+            "FORMAT.md's statements, the classic operators"
+        }
         _ => "FORMAT.md's statements",
+    }
+}
+
+/// The operator that made a mutant of FORMAT.md (`cmp`, `ror`…, `hand`), or
+/// `(kind)` for a bug of ukue-broken.
+pub fn operator(name: &str, kind: &str) -> String {
+    match name.split_once('/') {
+        Some((_, n)) => n.rsplit_once('-').map_or(n, |(op, _)| op).to_string(),
+        None => format!("({kind})"),
     }
 }
 
 /// The tables of `listing`, read against `outcomes` (the results file):
 /// a row a statement in the listing's order, then the whole; then a row
-/// for each origin (FORMAT.md's statements, and ukue-broken's step,
-/// server and command-line bugs), as the README shows it.
+/// for each origin (FORMAT.md's statements by the first kinds and by the
+/// classic operators, and ukue-broken's step, server and command-line
+/// bugs), as the README shows it; then a row for each operator.
 pub fn markdown(listing: &[Listed], outcomes: &[Outcome]) -> String {
     let by_statement = rows(listing, outcomes, |m| format!("`{}`", statement(&m.name, m.kind)));
-    let by_origin = rows(listing, outcomes, |m| origin(m.kind).to_string());
-    format!("{}\n{}", render(&by_statement, "statement"), render(&by_origin, "from"))
+    let by_origin = rows(listing, outcomes, |m| origin(m).to_string());
+    let by_operator = rows(listing, outcomes, |m| format!("`{}`", operator(&m.name, m.kind)));
+    format!(
+        "{}\n{}\n{}",
+        render(&by_statement, "statement"),
+        render(&by_origin, "from"),
+        render(&by_operator, "operator")
+    )
 }
 
 fn rows(listing: &[Listed], outcomes: &[Outcome], group: impl Fn(&Listed) -> String) -> Vec<(String, Row)> {
@@ -131,6 +152,7 @@ mod tests {
             listed("fail/const-9", "generated"),
             listed("fail/const-99", "generated"),
             listed("no-reaping", "bug"),
+            listed("fail/ror-3", "generated"),
         ];
         let outcomes = [
             outcome("pick/cmp-1", Some("steps/claim-order-priority")),
@@ -141,10 +163,16 @@ mod tests {
         ];
         let table = markdown(&listing, &outcomes);
         assert!(table.contains("| `pick` | 4 | 1 | 1 | 1 | 0 | 1 | 0 |"), "{table}");
-        assert!(table.contains("| `fail` | 3 | 0 | 0 | 0 | 1 | 0 | 2 |"), "{table}");
+        assert!(table.contains("| `fail` | 4 | 0 | 0 | 0 | 1 | 0 | 3 |"), "{table}");
         assert!(table.contains("| `(bug)` | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
-        assert!(table.contains("| all | 8 | 1 | 2 | 1 | 1 | 1 | 2 |"), "{table}");
+        assert!(table.contains("| all | 9 | 1 | 2 | 1 | 1 | 1 | 3 |"), "{table}");
         assert!(table.contains("| FORMAT.md's statements | 7 | 1 | 1 | 1 | 1 | 1 | 2 |"), "{table}");
+        assert!(
+            table.contains("| FORMAT.md's statements, the classic operators | 1 | 0 | 0 | 0 | 0 | 0 | 1 |")
+        );
+        assert!(table.contains("| `cmp` | 4 | 1 | 1 | 1 | 0 | 1 | 0 |"), "{table}");
+        assert!(table.contains("| `ror` | 1 | 0 | 0 | 0 | 0 | 0 | 1 |"), "{table}");
+        assert!(table.contains("| `(bug)` | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
         assert!(table.contains("| ukue-broken's step bugs | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), "{table}");
     }
 }

@@ -14,6 +14,7 @@ use crate::subjects::observe::file::{job_count, row, rows, write};
 use crate::subjects::probe::{now_ms, Record, RecordKind};
 use crate::subjects::worker::{probe_log, start_worker, WorkerProcess};
 use crate::subjects::Failure;
+use crate::subjects::Subject;
 use crate::{ensure, ensure_eq};
 
 use super::support::{most_at_once, probe_worker, records, secs, wait_started, POLL};
@@ -167,6 +168,32 @@ pub(in crate::cases::cli) fn lease(ctx: &mut Ctx) -> CaseResult {
         let seen = until - claimed;
         ensure!((lease - CLOCK_TOL..=lease + CLOCK_TOL).contains(&seen), expected, format!("{seen} ms"));
     }
+    shortest_lease(ctx, &who)
+}
+
+/// The shortest lease `work.lease-bad` leaves: 3 ms is no lease under 3 ms,
+/// so it is taken (cargo-mutants' `<` made `<=` refuses it). On a file of
+/// its own, which no other worker's claim reaps when a renewal of so short
+/// a lease comes late on a loaded machine; the lease as the probe reads it
+/// is a claim's or a renewal's: its time plus 3 ms.
+fn shortest_lease(ctx: &mut Ctx, who: &Subject) -> CaseResult {
+    let file = ctx.init("lease-3ms.ukue")?;
+    let job = ctx.add(who, &file, "q", "lease-3ms", &[])?;
+    let mut options = vec!["--lease", "3ms"];
+    options.extend(POLL);
+    let (mut worker, log) = probe_worker(ctx, &file, "q", &options, "lease-3ms.log", &[])?;
+    let started = wait_started(ctx, &log, &[job], secs(15), &mut [&mut worker])?;
+    wait_drained(ctx, &[&file], secs(15), &mut [&mut worker])?;
+    worker.stop(secs(15))?;
+    let record = &started[0];
+    let expected =
+        format!("job {job}, claimed by a worker with --lease 3ms: held, lease_until − updated_at 3 ms");
+    let (Some(true), Some(until), Some(renewed)) = (record.held, record.lease_until, record.updated_at)
+    else {
+        return Err(Failure::fail(expected, format!("the probe did not see its job held: {record:?}")));
+    };
+    let seen = until - renewed;
+    ensure!((3 - CLOCK_TOL..=3 + CLOCK_TOL).contains(&seen), expected, format!("{seen} ms"));
     Ok(())
 }
 
