@@ -126,6 +126,24 @@ fn the_action_and_the_workflows_parse_and_pass_actionlint() {
         workflow["on"]["push"]["tags"].as_sequence().is_some_and(|t| !t.is_empty()),
         "release.yml runs on a tag"
     );
+    // The tests the gate leaves to the `full` profile run before a release
+    // and every night (docs/testing.md).
+    assert_eq!(workflow["jobs"]["tests"]["uses"], "./.github/workflows/full-tests.yml");
+    let waits = |job: &str| {
+        workflow["jobs"][job]["needs"].as_sequence().is_some_and(|n| n.iter().any(|j| j == "tests"))
+    };
+    assert!(waits("release") && waits("pypi"), "a release waits for the full tests");
+    let full = yaml(&repo().join(".github/workflows/full-tests.yml"));
+    assert!(
+        full["on"]["schedule"].as_sequence().is_some_and(|s| !s.is_empty()),
+        "full-tests.yml runs nightly"
+    );
+    assert!(full["on"].get("workflow_call").is_some(), "release.yml calls full-tests.yml");
+    let steps = full["jobs"]["full"]["steps"].as_sequence().expect("full-tests.yml's steps");
+    assert!(
+        steps.iter().any(|s| s["run"] == "bash .ci/run" && s["env"]["UKUE_TEST_PROFILE"] == "full"),
+        "full-tests.yml runs .ci/run with the full profile"
+    );
 
     // cargo-mutants' workflow: every mutant of src/ in a matrix of shards,
     // and only the lines a pull request changes on a pull request.
@@ -142,12 +160,14 @@ fn the_action_and_the_workflows_parse_and_pass_actionlint() {
     if !have("actionlint") {
         return;
     }
-    let out = Command::new("actionlint")
-        .arg(&release)
-        .arg(&mutants)
-        .current_dir(repo())
-        .output()
-        .expect("actionlint runs");
+    let mut workflows: Vec<std::path::PathBuf> = std::fs::read_dir(repo().join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .collect();
+    workflows.sort();
+    let out =
+        Command::new("actionlint").args(&workflows).current_dir(repo()).output().expect("actionlint runs");
     assert!(
         out.status.success(),
         "actionlint: {}{}",

@@ -8,8 +8,7 @@ use support::*;
 #[test]
 fn heavy_the_whole_suite_passes_the_reference() {
     // --slow: the cases that wait 30 s run too (beside the others).
-    let (code, reports, stderr) =
-        run_suite(&["--impl", reference().to_str().unwrap(), "--jobs", "2", "--slow"], &[]);
+    let (code, reports, stderr) = whole_suite_against_the_reference();
     let bad: Vec<String> = reports
         .iter()
         .filter(|r| r.get("status").is_some_and(|s| !["pass", "skipped"].contains(&s.as_str().unwrap_or(""))))
@@ -400,19 +399,14 @@ fn the_http_family_skips_a_subject_without_serve() {
     }
 }
 
-/// The http family passes the reference's `serve`. Its slow cases skip
-/// here, saying so: the whole suite's run (with `--slow`) passes them.
+/// The http family passes the reference's `serve`, its slow cases too: the
+/// http cases of the whole suite's run (shared with the test above).
 #[test]
 fn the_http_family_passes_the_reference() {
-    let (code, reports, stderr) =
-        run_suite(&["--impl", reference().to_str().unwrap(), "--cases", "http/*"], &[]);
-    let slow_skip = |r: &serde_json::Value| {
-        r["status"] == "skipped" && r["reason"].as_str().is_some_and(|why| why.contains("runs with --slow"))
-    };
-    let bad: Vec<String> = reports
-        .iter()
-        .filter(|r| r["status"].as_str().is_some_and(|s| s != "pass") && !slow_skip(r))
-        .map(|r| r.to_string())
-        .collect();
+    let (code, reports, stderr) = whole_suite_against_the_reference();
+    let http: Vec<&serde_json::Value> =
+        reports.iter().filter(|r| r["id"].as_str().is_some_and(|id| id.starts_with("http/"))).collect();
+    assert!(http.len() >= 30, "the whole run's http cases: {http:?}\n{stderr}");
+    let bad: Vec<String> = http.iter().filter(|r| r["status"] != "pass").map(|r| r.to_string()).collect();
     assert!(bad.is_empty() && code == 0, "{}\n{stderr}", bad.join("\n"));
 }

@@ -29,9 +29,12 @@ use std::time::{Duration, Instant};
 use support::*;
 use ukue_harness::subjects::process::Procs;
 
-/// The longest a block may run. The blocks marked `sh run` are the quick
-/// ones (seconds each); the long ones stay unmarked.
-const DEADLINE: Duration = Duration::from_secs(90);
+/// The longest a block may run: a block past it has hung. The blocks marked
+/// `sh run` are the quick ones (seconds each, up to a minute for the model
+/// run of the Python driver); the long ones stay unmarked. Generous: the
+/// tests run side by side, and a loaded machine makes the busiest blocks
+/// several times slower (90 s killed two of them at a load of 45).
+const DEADLINE: Duration = Duration::from_secs(300);
 
 /// Blocks run at once: most of a block's time is spent waiting on the
 /// processes it starts.

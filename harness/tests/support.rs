@@ -46,6 +46,54 @@ pub fn run_suite(args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<serde_json::V
     (out.status.code().unwrap_or(-1), reports, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// [`run_suite`] with `args`, run once for the whole test run and shared by
+/// every test that asks for it: the tests that assert on one run of the
+/// suite (the whole suite against the reference) read that run's reports
+/// instead of running the suite again. nextest runs each test in a process
+/// of its own, so the run is kept in a file under target/tmp/, named for
+/// the test run (`NEXTEST_RUN_ID`; under `cargo test`, this process) and
+/// the arguments: never another run's verdict. The first test to ask runs
+/// it; the others wait on the file's lock and read what it left.
+pub fn run_suite_shared(args: &[&str]) -> (i32, Vec<serde_json::Value>, String) {
+    use std::hash::{Hash, Hasher};
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("process-{}", std::process::id()));
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut hasher);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("suite-runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{run}-{:016x}.json", hasher.finish()));
+    let lock = std::fs::File::create(path.with_extension("lock")).unwrap();
+    let _held =
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| e).unwrap();
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let kept: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let reports = kept["reports"].as_array().unwrap().clone();
+        return (
+            kept["code"].as_i64().unwrap() as i32,
+            reports,
+            kept["stderr"].as_str().unwrap().to_string(),
+        );
+    }
+    // Other test runs' files (a day old) go.
+    for old in std::fs::read_dir(&dir).unwrap().flatten() {
+        let age = old.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|age| age.as_secs() > 24 * 3600) {
+            let _ = std::fs::remove_file(old.path());
+        }
+    }
+    let (code, reports, stderr) = run_suite(args, &[]);
+    let kept = serde_json::json!({"code": code, "reports": reports, "stderr": stderr});
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, kept.to_string()).unwrap();
+    std::fs::rename(&partial, &path).unwrap();
+    (code, reports, stderr)
+}
+
+/// The whole suite, with `--slow`, against the reference ([`run_suite_shared`]).
+pub fn whole_suite_against_the_reference() -> (i32, Vec<serde_json::Value>, String) {
+    run_suite_shared(&["--impl", reference().to_str().unwrap(), "--jobs", "2", "--slow"])
+}
+
 /// Whether `tool` is on PATH. A test that needs it and finds none says so
 /// and returns; with `CI` set (as `.ci/run`, which installs every tool,
 /// sets it) a missing tool fails the test instead, so that CI never passes

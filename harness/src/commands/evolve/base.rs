@@ -5,7 +5,9 @@
 //! cargo builds its `ukue`. A revision already built is taken from the
 //! cache; the build directory is shared between revisions, so that only
 //! the `ukue` crate is built again (cleaned first: cargo would take another
-//! revision's build of it for fresh).
+//! revision's build of it for fresh). The first time, that build directory
+//! starts as a copy of the checkout's own build of the profile
+//! ([`seed`]): the dependencies are built already, and only `ukue` is.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -47,6 +49,7 @@ pub fn build(checkout: &Path, rev: &str, profile: &str) -> Result<Base> {
     std::fs::create_dir_all(&src).with_context(|| format!("making {}", src.display()))?;
     extract(checkout, &commit, &src)?;
     let target = cache.join("target");
+    seed(&checkout.join("target"), &target, profile)?;
     eprintln!(
         "ukue-conformance evolve: building the reference of {rev} ({}) in {}",
         short(&commit),
@@ -66,8 +69,12 @@ pub fn build(checkout: &Path, rev: &str, profile: &str) -> Result<Base> {
     if !cleaned.success() {
         bail!("clearing the last build of ukue from {} failed ({cleaned})", target.display());
     }
+    // The workspace's default members, as `cargo build` selects them: the
+    // dependencies' features are then those of the checkout's own builds,
+    // and a seeded build finds them built (`-p ukue` alone leaves out the
+    // harness's features of tokio, rusqlite and nix, and builds them again).
     let status = Command::new(&cargo)
-        .args(["build", "--profile", profile, "--locked", "-p", "ukue", "--bin", "ukue", "--manifest-path"])
+        .args(["build", "--profile", profile, "--locked", "--bin", "ukue", "--manifest-path"])
         .arg(src.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
         .stdin(Stdio::null())
@@ -80,11 +87,89 @@ pub fn build(checkout: &Path, rev: &str, profile: &str) -> Result<Base> {
     }
     let page = src.join("spec/FORMAT.md");
     std::fs::copy(&page, &base.page).with_context(|| format!("{} has no spec/FORMAT.md", short(&commit)))?;
-    // cargo's `dev` profile builds into `debug/`.
-    let built = if profile == "dev" { "debug" } else { profile };
-    std::fs::copy(target.join(built).join("ukue"), &base.program)
+    std::fs::copy(target.join(profile_dir(profile)).join("ukue"), &base.program)
         .with_context(|| format!("the build of {} made no ukue", short(&commit)))?;
     Ok(base)
+}
+
+/// The directory of a build directory that cargo's `profile` builds into.
+fn profile_dir(profile: &str) -> &str {
+    match profile {
+        "dev" | "test" => "debug",
+        "bench" => "release",
+        other => other,
+    }
+}
+
+/// Starts the shared build directory `target` as a copy of the checkout's
+/// own, `built`, for `profile`, when it has none yet: the dependencies, as
+/// the checkout's `cargo build` (or its test build, whose dependencies are
+/// the same) built them, are then fresh there, and a fresh clone's first
+/// `--base` builds the `ukue` crate alone instead of every dependency
+/// (minutes of both cores). The libraries are hard links (rustc writes a
+/// library anew and renames it into place, so a build never writes through
+/// a link); fingerprints, dep-info and build scripts' outputs, which cargo
+/// rewrites in place, are copies. Programs are left out. Each copy keeps
+/// its time of modification, which cargo compares. Any trouble leaves a
+/// build from nothing, not a failure.
+fn seed(built: &Path, target: &Path, profile: &str) -> Result<()> {
+    let (from, to) = (built.join(profile_dir(profile)), target.join(profile_dir(profile)));
+    if to.exists() || !from.join(".fingerprint").is_dir() {
+        return Ok(());
+    }
+    let partial = target.join(format!("{}.seeding", profile_dir(profile)));
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial).with_context(|| format!("clearing {}", partial.display()))?;
+    }
+    let copied =
+        ["deps", "build", ".fingerprint"].iter().try_for_each(|d| seed_dir(&from.join(d), &partial.join(d)));
+    match copied.and_then(|()| std::fs::rename(&partial, &to).map_err(Into::into)) {
+        Ok(()) => {
+            eprintln!("ukue-conformance evolve: {} starts from the build in {}", to.display(), from.display())
+        }
+        Err(e) => {
+            eprintln!(
+                "ukue-conformance evolve: building every dependency ({} could not be copied: {e:#})",
+                from.display()
+            );
+            let _ = std::fs::remove_dir_all(&partial);
+        }
+    }
+    Ok(())
+}
+
+fn seed_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let (source, dest) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if kind.is_dir() {
+            seed_dir(&source, &dest)?;
+        } else if from.file_name().is_some_and(|d| d == "deps") {
+            let library = name.starts_with("lib")
+                && [".rlib", ".rmeta", ".so", ".dylib"].iter().any(|ext| name.ends_with(ext));
+            if library {
+                if std::fs::hard_link(&source, &dest).is_err() {
+                    copy_keeping_time(&source, &dest)?;
+                }
+            } else if name.ends_with(".d") {
+                copy_keeping_time(&source, &dest)?;
+            }
+        } else if kind.is_file() {
+            copy_keeping_time(&source, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_keeping_time(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::File::options().write(true).open(to)?.set_modified(modified)?;
+    Ok(())
 }
 
 /// `git archive COMMIT | tar -x -C dest`.

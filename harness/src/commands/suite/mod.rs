@@ -385,7 +385,13 @@ pub fn interrupt_kills_everything() -> Result<()> {
         signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
-            eprintln!("\nukue-conformance: interrupted; stopping every case's processes");
+            // Not eprintln!, which panics when stderr is gone (a test
+            // harness that ran the runner, killed on its timeout): the
+            // thread would die here, and the run go on with no one to read it.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                b"\nukue-conformance: interrupted; stopping every case's processes\n",
+            );
             process::kill_every_case();
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
