@@ -440,15 +440,15 @@ mod tests {
     fn a_level_changed_is_a_change() {
         let page = crate::spec::COMMAND_MD;
         let edited = page.replacen("- `exit.success` (must):", "- `exit.success` (should):", 1).replacen(
-            "- `exit.error-prefix` (must):",
-            "- `exit.error-prefix` (should):",
+            "- `exit.error` (must):",
+            "- `exit.error` (should):",
             1,
         );
         let changes = diff(Page::Command, page, &edited, crate::spec::CONFORMANCE_MD, &[]);
         let lowered = Some((RuleKind::Must, RuleKind::Should));
         assert!(changes.iter().all(|c| c.change == Change::Level && c.levels == lowered), "{changes:?}");
         let ids: Vec<&str> = changes.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["exit.success", "exit.error-prefix"]);
+        assert_eq!(ids, ["exit.success", "exit.error"]);
     }
 
     #[test]

@@ -195,8 +195,8 @@ mod tests {
     fn levels_lowered_raised_and_constants_changed() {
         let lowered = judge(
             &COMMAND_MD.replacen("- `exit.success` (must):", "- `exit.success` (should):", 1).replacen(
-                "- `exit.error-prefix` (must):",
-                "- `exit.error-prefix` (should):",
+                "- `exit.error` (must):",
+                "- `exit.error` (should):",
                 1,
             ),
         );
@@ -204,7 +204,7 @@ mod tests {
             effects(&lowered),
             [
                 ("exit.success", ItemChange::Level, Effect::CannotFail),
-                ("exit.error-prefix", ItemChange::Level, Effect::CannotFail)
+                ("exit.error", ItemChange::Level, Effect::CannotFail)
             ]
         );
         assert!(!lowered.can_fail());
@@ -212,12 +212,11 @@ mod tests {
             judge(&COMMAND_MD.replacen("- `exit.usage-once` (should):", "- `exit.usage-once` (must):", 1));
         assert_eq!(effects(&raised), [("exit.usage-once", ItemChange::Level, Effect::CanFail)]);
         assert!(raised.can_fail());
-        let prefix =
-            judge(&COMMAND_MD.replacen("starts with\n  `ukue COMMAND: `", "starts with\n  `ukue: `", 1));
-        assert_eq!(effects(&prefix), [("exit.error-prefix", ItemChange::Words, Effect::CanFail)]);
+        let example = judge(&COMMAND_MD.replacen("(`ukue frobnicate`)", "(`ukue frob`)", 1));
+        assert_eq!(effects(&example), [("exit.unknown-command", ItemChange::Words, Effect::CanFail)]);
         assert_eq!(
-            prefix.findings[0].constants,
-            [(vec!["`ukue COMMAND: `".to_string()], vec!["`ukue: `".to_string()])]
+            example.findings[0].constants,
+            [(vec!["`ukue frobnicate`".to_string()], vec!["`ukue frob`".to_string()])]
         );
     }
 
