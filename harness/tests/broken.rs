@@ -152,18 +152,16 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("list-limit-dropped-with-queue", "steps/list-json"),
     ("list-queue-dropped-with-after", "steps/list-json"),
     ("retry-first-only", "cli/manage-prints"),
-    // Generated command runs against the reference (differential/*):
-    // options that meet, commands that name several jobs. Each is caught
-    // by a hand-written case too, every time (spec/CONFORMANCE.md, "Shown
-    // to catch bugs"); the generated runs catch them only with a seed that
-    // meets them.
-    ("list-state-dropped-with-queue", "differential/commands"),
-    ("purge-dead-every-queue", "differential/commands"),
-    ("delete-first-only", "differential/commands"),
-    ("priority-clamped", "differential/commands"),
+    // Options that meet, commands that name several jobs: each caught by a
+    // hand-written case every time, and by the generated runs
+    // (GENERATED_FINDS) with a seed that meets them.
+    ("list-state-dropped-with-queue", "steps/list-json"),
+    ("purge-dead-every-queue", "steps/purge"),
+    ("delete-first-only", "steps/delete"),
+    ("priority-clamped", "sweep/priority"),
     ("list-after-dropped-with-state", "steps/list-json"),
-    ("stats-without-finished-queues", "differential/commands"),
-    ("keep-done-dropped-with-concurrency", "differential/commands"),
+    ("stats-without-finished-queues", "steps/stats-json"),
+    ("keep-done-dropped-with-concurrency", "steps/keep-done"),
     // The cost of the steps (scale/*, `should` cases): each of these keeps
     // every rule and only gets slower as the file grows.
     ("no-indexes", "scale/empty-claim"),
@@ -234,9 +232,34 @@ const CAUGHT_BY: &[(&str, &str)] = &[
 /// its client leaves.
 const RACES: &[&str] = &["split-claim", "serve-finishes-abandoned-claims", "serve-keeps-abandoned-claims"];
 
+/// The bugs the generated command runs (differential/commands) find
+/// beside their hand-written cases. A generated case searches for a time
+/// (two minutes a seed here), and how far it gets depends on the machine:
+/// seed 14 finds each by its 40th sequence on a quiet one, and found
+/// list-state-dropped-with-queue in neither seed's two minutes on a
+/// machine at load 20. So the gate holds each bug to its hand-written case
+/// (CAUGHT_BY), and the `full` profile (docs/testing.md) checks the search.
+const GENERATED_FINDS: &[(&str, &str)] = &[
+    ("list-state-dropped-with-queue", "differential/commands"),
+    ("purge-dead-every-queue", "differential/commands"),
+    ("delete-first-only", "differential/commands"),
+    ("priority-clamped", "differential/commands"),
+    ("stats-without-finished-queues", "differential/commands"),
+    ("keep-done-dropped-with-concurrency", "differential/commands"),
+];
+
 #[test]
 fn heavy_each_broken_program_fails_the_case_meant_to_catch_it() {
-    let escaped: Vec<String> = each_in_parallel(CAUGHT_BY, HEAVY_THREADS, |(bug, case)| {
+    each_fails_its_case(CAUGHT_BY);
+}
+
+#[test]
+fn full_the_generated_runs_find_the_bugs_of_options_that_meet() {
+    each_fails_its_case(GENERATED_FINDS);
+}
+
+fn each_fails_its_case(caught_by: &[(&str, &str)]) {
+    let escaped: Vec<String> = each_in_parallel(caught_by, HEAVY_THREADS, |(bug, case)| {
         // A race (split-claim) shows only when claims collide: it gets a
         // few seeds; the others are caught on every run.
         let seeds: &[&str] = if RACES.contains(bug) { &["1", "2", "3", "4"] } else { &["1"] };
