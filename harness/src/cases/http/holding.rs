@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::{answer, expect, is_time, near, parse_time, same_json};
 use crate::cases::steps::setup::{insert, Put};
 use crate::cases::{Case, CaseResult};
-use crate::subjects::ctx::Ctx;
+use crate::subjects::ctx::{clip, Ctx};
 use crate::subjects::observe::file::{row, rows_as_text, write, Row};
 use crate::subjects::probe::now_ms;
 use crate::subjects::server::{self, read_answer, server_sockets, Client, ESTABLISHED};
@@ -41,7 +41,7 @@ pub fn cases(case: impl Fn(&'static str, &'static str, fn(&mut Ctx) -> CaseResul
         ),
         case(
             "http/claim-wakes",
-            "a waiting claim gets the job that this server adds, releases, fails with retry_in 0 or retries, and one the CLI adds, each well before its wait ends",
+            "a waiting claim gets the job that this server adds, releases, fails with retry_in 0 or retries, and one the CLI adds, at once or after the queue's claims found it empty for 2 s, each well before its wait ends",
             claim_wakes,
         ),
     ]
@@ -541,6 +541,21 @@ fn claim_wakes(ctx: &mut Ctx) -> CaseResult {
     let since = Instant::now();
     let id = ctx.add(ctx.subject(), &file, "w", "through the CLI", &[])?;
     woken(stream, id, since, "the CLI adds a job to the file")?;
+
+    // The same, once the queue's waiting claims have looked on their own and
+    // found nothing: a second claim of the queue, waiting 2 s, answers 204
+    // only after such looks (a server that stopped looking after its first
+    // empty one, its claims left to their wait, fails here).
+    let stream = waiting_claim(ctx, port, "w", WAIT_S)?;
+    let empty = client.claim(json!({"queue": "w", "wait": 2}))?;
+    ensure!(
+        empty.is_none(),
+        "204 for a second claim waiting 2 s on the empty queue",
+        format!("a job: {}", clip(&empty.unwrap_or_default().to_string()))
+    );
+    let since = Instant::now();
+    let id = ctx.add(ctx.subject(), &file, "w", "through the CLI, later", &[])?;
+    woken(stream, id, since, "the CLI adds a job after the queue's claims found it empty for 2 s")?;
 
     for (by, step, body) in [
         ("this server releases a held job", "release", json!({})),

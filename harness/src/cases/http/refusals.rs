@@ -95,6 +95,9 @@ fn table(token: &str) -> Vec<Bad> {
         add("http.duration", "a delay of true", json!({"queue": "q", "delay": true})),
         claim("http.duration", "a lease of 1e10 seconds", json!({"queue": "q", "lease": 1e10})),
         claim("http.duration", "a wait of \"later\"", json!({"queue": "q", "wait": "later"})),
+        // Go's syntax has one sign: the magnitude after a `-` has none.
+        claim("http.duration", "a wait of \"-+1s\" (two signs)", json!({"queue": "q", "wait": "-+1s"})),
+        claim("http.duration", "a wait of \"--1s\" (two signs)", json!({"queue": "q", "wait": "--1s"})),
         held(
             "http.duration",
             "a fail with a retry_in of \"x\"",
