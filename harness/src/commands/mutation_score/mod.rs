@@ -360,11 +360,14 @@ fn score(args: ScoreArgs) -> Result<u8> {
         batches.len()
     );
     let run = Run { me: &me, broken: &broken, seed, args: &args, batches: &batches };
+    let mut killers = Killers::default();
+    earlier.iter().for_each(|o| killers.learn(o));
     let mut outcomes: Vec<Outcome> =
         earlier.into_iter().filter(|o| chosen.iter().any(|m| m.name == o.name)).collect();
     let mut errors = 0;
     for (i, mutant) in todo.iter().enumerate() {
-        let outcome = run.one(mutant)?;
+        let outcome = run.one(mutant, &killers)?;
+        killers.learn(&outcome);
         let verdict = match (&outcome.error, outcome.killed, outcome.timed_out) {
             (Some(e), _, _) => format!("RUNNER ERROR: {e}"),
             (None, true, _) => format!(
@@ -408,6 +411,42 @@ fn score(args: ScoreArgs) -> Result<u8> {
     })
 }
 
+/// The cases that have killed mutants of each statement (the results
+/// file's and this run's). A mutant mostly dies by a case that killed a
+/// sibling (the same statement, another operator or place): each mutant's
+/// run tries those cases first, a batch of their own, before the families'
+/// batches. Which case kills decides no verdict, only how soon it comes: a
+/// mutant of the schema that the opening's cases kill no longer waits out
+/// the steps' batch first (two minutes, where a sibling's killer takes
+/// seconds).
+#[derive(Debug, Default)]
+struct Killers(BTreeMap<String, Vec<String>>);
+
+impl Killers {
+    fn statement(name: &str) -> &str {
+        name.split_once('/').map_or(name, |(statement, _)| statement)
+    }
+
+    fn learn(&mut self, outcome: &Outcome) {
+        if let (true, Some(case)) = (outcome.killed, &outcome.killed_by) {
+            let known = self.0.entry(Self::statement(&outcome.name).to_string()).or_default();
+            if !known.contains(case) {
+                known.push(case.clone());
+            }
+        }
+    }
+
+    /// `batches`, with the cases that killed `name`'s siblings taken out
+    /// of them and run first.
+    fn order(&self, name: &str, batches: &[Vec<&'static str>]) -> Vec<Vec<&'static str>> {
+        let known = self.0.get(Self::statement(name)).map(Vec::as_slice).unwrap_or_default();
+        let first: Vec<&'static str> =
+            batches.iter().flatten().copied().filter(|case| known.iter().any(|k| k == case)).collect();
+        let rest = batches.iter().map(|batch| batch.iter().copied().filter(|c| !first.contains(c)).collect());
+        std::iter::once(first.clone()).chain(rest).filter(|batch: &Vec<_>| !batch.is_empty()).collect()
+    }
+}
+
 /// What every mutant's run shares.
 struct Run<'a> {
     me: &'a Path,
@@ -436,14 +475,15 @@ impl Run<'_> {
         line
     }
 
-    /// Runs the suite's batches against `mutant` until a `must` case
-    /// kills it, the batches run out, or its time does.
-    fn one(&self, mutant: &Listed) -> Result<Outcome> {
+    /// Runs the suite's batches against `mutant` (its siblings' killers
+    /// first) until a `must` case kills it, the batches run out, or its
+    /// time does.
+    fn one(&self, mutant: &Listed, killers: &Killers) -> Result<Outcome> {
         let started = Instant::now();
         let deadline = started + self.args.mutant_timeout;
         let mut outcome =
             Outcome::unjudged(&mutant.name, mutant.kind, self.seed, self.command_line(&mutant.name));
-        'batches: for batch in self.batches {
+        'batches: for batch in &killers.order(&mutant.name, self.batches) {
             let mut cases = batch.clone();
             loop {
                 let mut child = self.spawn(Some(&mutant.name), &cases)?;
@@ -844,6 +884,29 @@ mod tests {
         assert_eq!(o.killed_by.as_deref(), Some("a/d"));
         assert_eq!(o.replay, "r3");
         assert_eq!(o.cases_run, 4);
+    }
+
+    #[test]
+    fn a_siblings_killer_runs_first_and_only_once() {
+        let batches = vec![vec!["steps/a", "steps/b"], vec!["compat/x", "compat/y"], vec!["crash/z"]];
+        let mut killers = Killers::default();
+        assert_eq!(killers.order("look/ror-1", &batches), batches, "nothing known: the families' order");
+        let mut killed = Outcome::unjudged("look/ror-2", "ror", 1, String::new());
+        killed.killed = true;
+        killed.killed_by = Some("compat/y".into());
+        killers.learn(&killed);
+        let mut survived = Outcome::unjudged("look/off-1", "off", 1, String::new());
+        survived.killed_by = Some("crash/z".into());
+        killers.learn(&survived);
+        let mut by_model = Outcome::unjudged("look/off-2", "off", 1, String::new());
+        by_model.killed = true;
+        by_model.killed_by = Some(MODEL.into());
+        killers.learn(&by_model);
+        assert_eq!(
+            killers.order("look/uoi-3", &batches),
+            [vec!["compat/y"], vec!["steps/a", "steps/b"], vec!["compat/x"], vec!["crash/z"]]
+        );
+        assert_eq!(killers.order("pick/ror-1", &batches), batches, "another statement's killers are not its");
     }
 
     #[test]
