@@ -417,7 +417,9 @@ fn replay(args: ReplayArgs, target: Target) -> u8 {
     if args.verbose {
         print_ops(&ops);
     }
-    match run_ops(&target, &ops).map_err(|f| f.to_string()) {
+    let result = run_ops(&target, &ops).map_err(|f| f.to_string());
+    crate::explore::run::release_drivers();
+    match result {
         Ok(()) => {
             println!("passed: {} steps of {} against {}", ops.len(), args.file.display(), target.describe());
             exit::OK

@@ -244,6 +244,14 @@ static POOL: std::sync::Mutex<Vec<(DriverCommand, DriverProcess)>> = std::sync::
 /// At most this many idle drivers are kept.
 const POOL_SIZE: usize = 8;
 
+/// Stops the pooled drivers. A search's are of no use after it, and one
+/// kept would outlive the process that started it: at its exit, the
+/// driver ends only once it reads the end of its input (under load, after
+/// nextest had found it holding a test's output open).
+pub fn release_drivers() {
+    POOL.lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
 fn pooled(command: &DriverCommand) -> Option<DriverProcess> {
     let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
     let at = pool.iter().position(|(c, _)| c == command)?;
@@ -628,6 +636,7 @@ pub fn search(config: &SearchConfig) -> SearchReport {
             original_len: 0,
         }),
     };
+    release_drivers();
     SearchReport { cases: config.cases, elapsed: started.elapsed(), found }
 }
 
