@@ -123,7 +123,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "sweep/at",
             "add.at",
-            "--at with Z and numeric offsets of each sign (+02:00, -05:30, ±00:00, +14:00, -12:00), fractions of 1 to 9 digits, across a day and a leap day: run_at is that instant to the millisecond; a time past is due at once; no offset, 24:00, 29 February 2100… are usage errors",
+            "--at with Z and numeric offsets of each sign (+02:00, -05:30, ±00:00, +14:00, -12:00), fractions of 1 to 9 digits, across a day and a leap day: run_at is that instant to the millisecond; a time past (before 1970 too) is due at once; no offset, 24:00, 29 February 2100… are usage errors",
             times::at,
         ),
         Case {

@@ -349,8 +349,10 @@ pub enum At {
 /// taken off the local time: `+02:00` is two hours *earlier* in UTC),
 /// with minutes, zero (`+00:00`, `-00:00`), the largest (`±14:00`,
 /// `-12:00`), across a day and a year; fractions of 1 to 9 digits, zero
-/// among them; a leap day and a day that is not one. Go's time.Parse
-/// with time.RFC3339 is the published command's reader.
+/// among them; a leap day and a day that is not one; times before 1970,
+/// whose milliseconds are below 0 (stored as such: `abs(:run_at)` would
+/// put 1900 in 2040). Go's time.Parse with time.RFC3339 is the published
+/// command's reader.
 pub const AT_TIMES: &[(&str, At)] = &[
     ("2100-01-01T00:00:00Z", At::Exactly(Y2100)),
     ("2100-01-01T00:00:00.000Z", At::Exactly(Y2100)),
@@ -376,6 +378,8 @@ pub const AT_TIMES: &[(&str, At)] = &[
     ("2000-01-01T00:00:00Z", At::Past),
     ("2000-01-01T02:00:00+02:00", At::Past),
     ("1999-12-31T19:00:00.500-05:00", At::Past),
+    ("1969-12-31T23:59:59.999Z", At::Past),
+    ("1900-01-01T00:00:00Z", At::Past),
     ("2100-01-01T00:00:00", At::Bad),
     ("2100-01-01", At::Bad),
     ("2100-01-01T00:00Z", At::Bad),

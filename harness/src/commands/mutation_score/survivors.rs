@@ -21,6 +21,8 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("create_index_next/ror-2", WHY_INDEX),
     ("create_index_next/ror-3", WHY_INDEX),
     ("create_index_next/ror-4", WHY_INDEX),
+    ("find_index/ror-1", WHY_INDEX_LOOK),
+    ("find_index/ror-4", WHY_INDEX_LOOK),
     ("find_tables/cmp-1", WHY_INDEX_NAMED_AS_TABLE),
     ("set_busy_timeout/const-1", WHY_BUSY_MS),
     ("set_busy_timeout/const-2", WHY_BUSY_MS),
@@ -53,6 +55,7 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
 ];
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
+const WHY_INDEX_LOOK: &str = "the look for the `leases` index made to find none (`type < 'index'`, or FALSE): the reference then reaps without `INDEXED BY`, as FORMAT.md §5.4 has it do in a file without that index (§3.2 lets a program leave the indexes out): the same rows, found through the `state` index; scale/claim-running (`should`) warns";
 const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
 const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
 const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
