@@ -442,8 +442,11 @@ impl Killers {
         let known = self.0.get(Self::statement(name)).map(Vec::as_slice).unwrap_or_default();
         let first: Vec<&'static str> =
             batches.iter().flatten().copied().filter(|case| known.iter().any(|k| k == case)).collect();
-        let rest = batches.iter().map(|batch| batch.iter().copied().filter(|c| !first.contains(c)).collect());
-        std::iter::once(first.clone()).chain(rest).filter(|batch: &Vec<_>| !batch.is_empty()).collect()
+        let rest: Vec<Vec<&'static str>> = batches
+            .iter()
+            .map(|batch| batch.iter().copied().filter(|c| !first.contains(c)).collect())
+            .collect();
+        std::iter::once(first).chain(rest).filter(|batch| !batch.is_empty()).collect()
     }
 }
 

@@ -140,7 +140,7 @@ fn subjects(
         reference: Subject::binary(reference),
         python: None,
         probe,
-        strace: on_path("strace"),
+        strace: on_path("strace").filter(|s| crate::subjects::observe::strace::usable(s)),
         python_driver: None,
         python_http_worker: None,
     };
@@ -265,7 +265,7 @@ pub fn run_suite(
         } else if case.needs.python && subjects.python.is_none() {
             skipped.push((case, "needs python3 (see --python)".to_string()));
         } else if case.needs.strace && subjects.strace.is_none() {
-            skipped.push((case, "needs strace on PATH".to_string()));
+            skipped.push((case, "needs strace 5.3 or newer on PATH, allowed to trace".to_string()));
         } else if let (true, Some(reason)) = (case.needs.serve, &no_serve) {
             skipped.push((case, reason.clone()));
         } else if case.needs.slow && !args.slow {
