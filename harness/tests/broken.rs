@@ -226,6 +226,15 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-default-lease-30s", "http/claim-options"),
     ("serve-default-attempts-5", "http/add-options"),
     ("serve-priority-ends-refused", "http/add-options"),
+    // The sign: survivors of the classic operators (abs) until a case gave
+    // a negative value and read back what was done with it.
+    ("get/abs-2", "sweep/ids"),
+    ("delete/abs-2", "sweep/ids"),
+    ("list/abs-2", "steps/list-json"),
+    ("stats/abs-14", "sweep/at"),
+    ("list/abs-4", "sweep/at"),
+    ("pick/abs-13", "sweep/at-http"),
+    ("fail/abs-5", "sweep/at-http"),
 ];
 
 /// Bugs that only show when processes race, or a claim with the moment

@@ -184,7 +184,7 @@ pub struct ListArgs {
     #[arg(long, default_value = "50", value_parser = clap::value_parser!(i64).range(1..=1000))]
     pub limit: i64,
     /// Only jobs with a larger id
-    #[arg(long, default_value = "0")]
+    #[arg(long, default_value = "0", allow_negative_numbers = true)]
     pub after: i64,
     #[arg(long)]
     pub json: bool,

@@ -99,6 +99,18 @@ pub const EQUIVALENT: &[(&str, &str)] = &[
     ("reap_ready/const-23", WHY_NARROW),
     ("fail/const-14", WHY_NARROW),
     ("reap_ready/const-14", WHY_NARROW),
+    ("fail/aor-20", WHY_NARROW),
+    ("fail/aor-24", WHY_NARROW),
+    ("fail/aor-25", WHY_NARROW),
+    ("fail/aor-26", WHY_NARROW),
+    ("fail/aor-27", WHY_NARROW),
+    ("reap_ready/aor-20", WHY_NARROW),
+    ("reap_ready/aor-24", WHY_NARROW),
+    ("reap_ready/aor-25", WHY_NARROW),
+    ("reap_ready/aor-26", WHY_NARROW),
+    ("reap_ready/aor-27", WHY_NARROW),
+    ("fail/uoi-9", WHY_NARROW),
+    ("reap_ready/uoi-6", WHY_NARROW),
     ("fail/const-20", WHY_SAME_TENTH),
     ("reap_ready/const-20", WHY_SAME_TENTH),
     ("finish_delete/cmp-3", WHY_RUNNING),
@@ -153,6 +165,18 @@ pub const EQUIVALENT: &[(&str, &str)] = &[
     ("take/first-1", WHY_TAKE_UNHELD),
     ("take/first-2", WHY_TAKE_UNHELD),
     ("expire_unleased/first-1", WHY_EXPIRE_UNLEASED),
+    ("expire_unleased/uoi-1", WHY_EXPIRED_BEFORE_NOW),
+    ("pick/abs-1", WHY_LEVEL_ABOVE),
+    ("stats/ror-14", WHY_DELAYED_ANY_STATE),
+    ("take/abs-7", WHY_ID_CHECKED),
+    ("finish_delete/abs-2", WHY_ID_CHECKED),
+    ("finish_keep/abs-3", WHY_ID_CHECKED),
+    ("fail/abs-14", WHY_ID_CHECKED),
+    ("renew/abs-6", WHY_ID_CHECKED),
+    ("release/abs-4", WHY_ID_CHECKED),
+    ("take/abs-3", WHY_DURATION),
+    ("renew/abs-2", WHY_DURATION),
+    ("fail/abs-8", WHY_DURATION),
     ("reap_dead/uoi-2", WHY_OWN_WORDS),
     ("reap_dead/uoi-3", WHY_OWN_WORDS),
     ("reap_ready/uoi-2", WHY_OWN_WORDS),
@@ -182,6 +206,11 @@ const WHY_OWN_WORDS: &str = "FORMAT.md §5.4 asks a reap for a note that the lea
 const WHY_TAKE_UNHELD: &str = "take keeps the token or lease a ready job already holds, and a ready job holds none (§7 lease_only_while_running): coalesce(NULL, the new one) is the new one";
 const WHY_EXPIRE_UNLEASED: &str =
     "expire_unleased sets only leases that are NULL (its WHERE): coalesce(NULL, :now) is :now";
+const WHY_EXPIRED_BEFORE_NOW: &str = "expire_unleased gives a running job without a lease one that ended at -now instead of now; the reaps that follow in the same transaction take every lease that ends at or before now (`lease_until <= :now`) and clear it: the same jobs, reaped the same way";
+const WHY_LEVEL_ABOVE: &str = "the first level is the largest priority in absolute value, at or above the queue's highest, and each level after it is the highest priority below the last, as before: the queue's own levels in descending order, after one that may hold no job: the same job";
+const WHY_ID_CHECKED: &str = "the held job's id: the reference takes it from its own claim, or from a path that it refuses unless the id is 1 or more (http.id), so abs() of it is the id itself; http/refusals sends the held job's id negated with its token to every step, for the programs that read ids another way";
+const WHY_DURATION: &str = "a lease or a delay, which the reference holds as a duration (never below 0: the server takes a negative retry_in as 0, http.fail-retry-in), so abs() of it is the value itself";
+const WHY_DELAYED_ANY_STATE: &str = "the delayed count without its `state = 'ready'` also counts the done, dead and running jobs whose run_at is ahead, but a job leaves ready only when a claim takes it, due, and the clock only moves on: their run_at is never later than now";
 const WHY_HIGHER: &str = "at each level a due job of a higher priority would have been taken at its own level first (every ready job's priority is a level): the same job";
 
 /// Mutants that change only what the fuzz targets do not run or cannot

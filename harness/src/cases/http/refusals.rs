@@ -76,6 +76,9 @@ fn table(token: &str) -> Vec<Bad> {
         bad(item, what, "POST", &format!("/v1/jobs/{HELD}/{step}"), Some(body), 400)
     };
     let get = |item, what, path: &str, published| bad(item, what, "GET", path, None, published);
+    let negated = |what, step: &str, body| {
+        bad("http.id", what, "POST", &format!("/v1/jobs/-{HELD}/{step}"), Some(body), 400)
+    };
     let long_queue = "q".repeat(201);
     vec![
         add("http.bad-json", "a priority of the wrong kind", json!({"queue": "q", "priority": "high"})),
@@ -111,6 +114,12 @@ fn table(token: &str) -> Vec<Bad> {
         bad("http.id", "an ack of job 0", "POST", "/v1/jobs/0/ack", Some(json!({"token": token})), 400),
         bad("http.id", "DELETE /v1/jobs/abc", "DELETE", "/v1/jobs/abc", None, 400),
         bad("http.id", "a retry of job -2", "POST", "/v1/jobs/-2/retry", None, 400),
+        // The held job's id negated, with its token: a program that drops
+        // the sign would act on the held job.
+        negated("an ack of job -2, with job 2's token", "ack", json!({"token": token})),
+        negated("a fail of job -2, with job 2's token", "fail", json!({"token": token, "error": "x"})),
+        negated("an extend of job -2, with job 2's token", "extend", json!({"token": token, "lease": 60})),
+        negated("a release of job -2, with job 2's token", "release", json!({"token": token})),
         get("http.unknown-path", "GET /v2/jobs", "/v2/jobs", 404),
         bad(
             "http.unknown-path",

@@ -126,12 +126,15 @@ pub(super) fn list_json(ctx: &mut Ctx) -> CaseResult {
     let jobs = listed(&seen, "`list --json`")?;
     let ids: Vec<i64> = jobs.iter().filter_map(|j| j["id"].as_i64()).collect();
     let all_ids: Vec<i64> = all.iter().map(|r| r.id).collect();
-    ensure_eq!(ids, all_ids, "`list --json`: the ids, in id order");
+    ensure_eq!(ids, all_ids.clone(), "`list --json`: the ids, in id order");
     for (job, r) in jobs.iter().zip(&all) {
         check_job(job, r, &format!("`list --json`: job {}", r.id))?;
     }
 
     let (after0, after1, after6) = (id(0).to_string(), id(1).to_string(), id(6).to_string());
+    // An id below every job's, of both signs: the negative one is a job's
+    // id negated, which a program that drops the sign would start after.
+    let below = format!("-{}", id(1));
     let filters: Vec<(Vec<&str>, Vec<i64>)> = vec![
         (vec!["--state", "ready"], vec![id(0), id(5), id(6), id(7)]),
         (vec!["--state", "delayed"], vec![id(1)]),
@@ -145,6 +148,8 @@ pub(super) fn list_json(ctx: &mut Ctx) -> CaseResult {
         (vec!["--limit", "2"], vec![id(0), id(1)]),
         (vec!["--after", &after1, "--limit", "3"], vec![id(2), id(3), id(4)]),
         (vec!["--after", &after6], vec![id(7)]),
+        (vec!["--after", "0"], all_ids.clone()),
+        (vec!["--after", &below], all_ids.clone()),
         (vec!["--queue", "a", "--after", &after1, "--limit", "2"], vec![id(3), id(4)]),
         // --after with --state: the jobs in the state past the id, not
         // from the first job in it.

@@ -263,15 +263,18 @@ fn dead_jobs(ctx: &mut Ctx) -> Result<std::path::PathBuf, Failure> {
 
 /// `args.id`: each id of the table through `show`, `retry` and `delete`;
 /// a number that names a job names that one, a number that names none is
-/// an error (exit status 1), anything else a usage error.
+/// an error (exit status 1) that changes nothing, anything else a usage
+/// error. A negative id follows `--` (`args.double-dash`), as an option
+/// would be read otherwise.
 pub fn ids(ctx: &mut Ctx) -> CaseResult {
     let file = dead_jobs(ctx)?;
     let f = path_str(&file).to_string();
     for command in ["show", "retry", "delete"] {
         for (text, want) in IDS {
+            let id_args: Vec<&str> = if text.starts_with('-') { vec!["--", text] } else { vec![text] };
             let args: Vec<&str> = match command {
-                "show" => vec!["show", &f, text, "--json"],
-                _ => vec![command, &f, text],
+                "show" => [&["show", f.as_str(), "--json"][..], &id_args].concat(),
+                _ => [&[command, f.as_str()][..], &id_args].concat(),
             };
             let shown = shown(ctx, &args);
             let before = rows_as_text(&file)?;
@@ -291,6 +294,7 @@ pub fn ids(ctx: &mut Ctx) -> CaseResult {
                     format!("{shown}: an error (exit status 1: job {id} does not exist), not a usage error"),
                     common::outcome(&out)
                 );
+                ensure!(rows_as_text(&file)? == before, format!("{shown} to change no job"), "jobs changed");
                 continue;
             }
             expect_success(&out, &shown)?;

@@ -117,13 +117,13 @@ pub fn cases() -> Vec<Case> {
         case(
             "sweep/ids",
             "args.id",
-            "show, retry and delete read 1, 007, +2 and 2^63-1 as numbers (the last an error: no such job); 2^63, 1.0, 0x1, abc, ' 1' and empty are usage errors",
+            "show, retry and delete read 1, 007, +2 and 2^63-1 as numbers (the last of no job); -1 (after --) and 0 name no job either, job 1 beside them (an error that changes nothing); 2^63, 1.0, 0x1, abc, ' 1' and empty are usage errors",
             args::ids,
         ),
         case(
             "sweep/at",
             "add.at",
-            "--at with Z and numeric offsets of each sign (+02:00, -05:30, ±00:00, +14:00, -12:00), fractions of 1 to 9 digits, across a day and a leap day: run_at is that instant to the millisecond; a time past (before 1970 too) is due at once; no offset, 24:00, 29 February 2100… are usage errors",
+            "--at with Z and numeric offsets of each sign (+02:00, -05:30, ±00:00, +14:00, -12:00), fractions of 1 to 9 digits, across a day and a leap day: run_at is that instant to the millisecond; a time past (before 1970 too) is due at once, as stats and list read it; no offset, 24:00, 29 February 2100… are usage errors",
             times::at,
         ),
         Case {
@@ -131,7 +131,7 @@ pub fn cases() -> Vec<Case> {
             ..case(
                 "sweep/at-http",
                 "http.add-run-at",
-                "an add's run_at over HTTP, each time of sweep/at's table: that instant to the millisecond, a time past due at once, a time that is not RFC 3339 refused with a 4xx",
+                "an add's run_at over HTTP, each time of sweep/at's table: that instant to the millisecond, a time past due at once (a claim takes it, and a fail for good leaves its run_at alone), a time that is not RFC 3339 refused with a 4xx",
                 times::at_http,
             )
         },

@@ -59,9 +59,12 @@ fn due_as_given(r: &Row, time: &str, want: At, how: &str, added_at: i64) -> Case
 /// `add.at`: each time of the table through `add --at`: stored to the
 /// millisecond with its offset taken off (`+02:00` two hours earlier in
 /// UTC), a time past due at once, one that is not RFC 3339 a usage error.
+/// Then `stats` and `list` read the times past, 1900 among them, as due,
+/// and the others as delayed (`stats.counts`, `list.state`).
 pub fn at(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("jobs.ukue")?;
     let f = path_str(&file).to_string();
+    let (mut due, mut delayed) = (Vec::new(), Vec::new());
     for (i, (time, want)) in AT_TIMES.iter().enumerate() {
         let payload = format!("at-{i}");
         let args = ["add", &f, "q", &payload, "--at", time];
@@ -72,19 +75,63 @@ pub fn at(ctx: &mut Ctx) -> CaseResult {
         let added_at = now_ms();
         let r = added_row(ctx, &file, &args)?;
         due_as_given(&r, time, *want, &shown(ctx, &args), added_at)?;
+        if *want == At::Past {
+            due.push((r.id, r.run_at))
+        } else {
+            delayed.push(r.id)
+        }
+    }
+    read_as_due(ctx, &f, &due, &delayed)
+}
+
+/// Fails unless `stats --json` and `list --json --state` of queue q read
+/// the jobs `due` (id, run_at) as ready and due, the earliest the oldest
+/// due, and those `delayed` as delayed.
+fn read_as_due(ctx: &mut Ctx, f: &str, due: &[(i64, i64)], delayed: &[i64]) -> CaseResult {
+    let who = ctx.subject().clone();
+    let stats = ctx.json(&who, &["stats", f, "--json"])?;
+    let q = stats["queues"].as_array().and_then(|qs| qs.iter().find(|q| q["queue"] == "q")).cloned();
+    let counts = q.as_ref().map(|q| (q["ready"].as_u64(), q["delayed"].as_u64()));
+    ensure_eq!(
+        counts,
+        Some((Some(due.len() as u64), Some(delayed.len() as u64))),
+        "`stats --json` of the times of sweep/at: queue q's (ready, delayed), the times past due"
+    );
+    let oldest = due.iter().map(|&(_, run_at)| run_at).min();
+    let shown = q.as_ref().and_then(|q| q["oldest_due"].as_str().and_then(printed_time));
+    ensure_eq!(
+        shown.map(crate::shown::rfc3339),
+        oldest.map(crate::shown::rfc3339),
+        "`stats --json` of the times of sweep/at: queue q's oldest_due, the earliest time past"
+    );
+    let due: Vec<i64> = due.iter().map(|&(id, _)| id).collect();
+    for (state, want) in [("ready", &due[..]), ("delayed", delayed)] {
+        let seen = ctx.json(&who, &["list", f, "--json", "--state", state, "--limit", "1000"])?;
+        let ids: Vec<i64> = seen["jobs"]
+            .as_array()
+            .map(|jobs| jobs.iter().filter_map(|j| j["id"].as_i64()).collect())
+            .unwrap_or_default();
+        ensure_eq!(
+            ids,
+            want.to_vec(),
+            format!("`list --json --state {state}` of the times of sweep/at: the ids")
+        );
     }
     Ok(())
 }
 
 /// `http.add-run-at`: each time of the table as an add's `run_at` over
 /// HTTP, as `add --at` takes it; one that is not RFC 3339 refused with a
-/// 4xx, adding nothing.
+/// 4xx, adding nothing. A time past is due at once: a claim of its own
+/// queue takes it (`http.claim`), 1900 as much as a minute ago.
 pub fn at_http(ctx: &mut Ctx) -> CaseResult {
     let file = ctx.init("jobs.ukue")?;
     let server = server::serve(ctx, &file, &[], &[])?;
     let client = Client::new(server.port, None);
     for (i, (time, want)) in AT_TIMES.iter().enumerate() {
-        let body = json!({"queue": "q", "payload": format!("at-{i}"), "run_at": time});
+        // A time past in a queue of its own, for the claim that takes it.
+        let queue = if *want == At::Past { format!("past-{i}") } else { "q".to_string() };
+        let body = json!({"queue": queue, "payload": format!("at-{i}"), "run_at": time});
         let how = format!("POST /v1/jobs {body}");
         if *want == At::Bad {
             let before = job_count(&file)?;
@@ -102,7 +149,40 @@ pub fn at_http(ctx: &mut Ctx) -> CaseResult {
         let r =
             row(&file, id)?.ok_or_else(|| Failure::fail(format!("{how}: job {id} in the file"), "none"))?;
         due_as_given(&r, time, *want, &how, added_at)?;
+        if *want == At::Past {
+            fail_dead_keeps_run_at(&client, &file, &r, &queue, &how)?;
+        }
     }
+    Ok(())
+}
+
+/// Claims job `r`, due at once in a queue of its own, and fails it for
+/// good: it goes dead with its run_at left alone (FORMAT.md §5.6), a run_at
+/// before 1970 too.
+fn fail_dead_keeps_run_at(
+    client: &Client,
+    file: &std::path::Path,
+    r: &Row,
+    queue: &str,
+    how: &str,
+) -> CaseResult {
+    let claim = json!({"queue": queue});
+    let job = client.claim(claim.clone())?;
+    let claimed = job.as_ref().and_then(|job| job["id"].as_i64());
+    ensure_eq!(claimed, Some(r.id), format!("POST /v1/claim {claim} after {how}: the job, due at once"));
+    let token = job.as_ref().map_or(Value::Null, |job| job["token"].clone());
+    let fail = format!("/v1/jobs/{}/fail", r.id);
+    let reply = client.post(&fail, json!({"token": token, "error": "x", "dead": true}))?;
+    ensure!(reply.status == 200, format!("POST {fail} with \"dead\": true: 200"), reply.show());
+    let after = row(file, r.id)?.map(|a| (a.state, a.run_at));
+    ensure_eq!(
+        after,
+        Some(("dead".to_string(), r.run_at)),
+        format!(
+            "job {} (added by {how}) failed for good: (state, run_at), run_at left alone (FORMAT.md §5.6)",
+            r.id
+        )
+    );
     Ok(())
 }
 

@@ -310,8 +310,11 @@ pub const GO_LIMIT: (&str, i64, &str) = ("2562047h", 2_562_047 * 3_600_000, "256
 
 /// An id for `show`, `retry` and `delete`: a whole decimal number (with a
 /// sign or leading zeros, as Go's strconv.ParseInt and Rust's i64 read
-/// it) of 64 bits; anything else is a usage error.
+/// it) of 64 bits; anything else is a usage error. -1 and 0 name no job,
+/// and come first, while job 1 is there to be mistaken for -1.
 pub const IDS: &[(&str, Want)] = &[
+    ("-1", Want::Value(-1)),
+    ("0", Want::Value(0)),
     ("1", Want::Value(1)),
     ("007", Want::Value(7)),
     ("+2", Want::Value(2)),

@@ -23,6 +23,7 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("create_index_next/ror-4", WHY_INDEX),
     ("find_index/ror-1", WHY_INDEX_LOOK),
     ("find_index/ror-4", WHY_INDEX_LOOK),
+    ("look/uoi-1", WHY_LOOK_EVERY_LEASE),
     ("find_tables/cmp-1", WHY_INDEX_NAMED_AS_TABLE),
     ("set_busy_timeout/const-1", WHY_BUSY_MS),
     ("set_busy_timeout/const-2", WHY_BUSY_MS),
@@ -41,6 +42,8 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("fail/hand-5", WHY_BACKOFF_CAP),
     ("list/cmp-9", WHY_LIST_MS),
     ("list/hand-1", WHY_LIST_MS),
+    ("list/off-3", WHY_LIST_MS),
+    ("list/off-4", WHY_LIST_MS),
     ("rollback/hand-1", WHY_ROLLBACK),
     ("serve-wait-uncapped", WHY_SLOW),
     ("serve-keeps-abandoned-claims", WHY_CLAIM_LEFT),
@@ -56,11 +59,12 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
 
 const WHY_INDEX: &str = "an index's definition: it changes how SQLite finds rows, not which, and FORMAT.md §3.2 lets a program leave the indexes out (the variant no-indexes does); format/indexes and the scale cases (`should`) judge it";
 const WHY_INDEX_LOOK: &str = "the look for the `leases` index made to find none (`type < 'index'`, or FALSE): the reference then reaps without `INDEXED BY`, as FORMAT.md §5.4 has it do in a file without that index (§3.2 lets a program leave the indexes out): the same rows, found through the `state` index; scale/claim-running (`should`) warns";
+const WHY_LOOK_EVERY_LEASE: &str = "the look reads the earliest lease's end negated, so while any job runs an idle worker sees a lease run out and goes on to the claim, which reaps none and takes none: the same outcomes, with a write transaction at each poll where the reference reads. Looking first is a `may` (FORMAT.md §5.4), and a program that never looks claims at each poll too";
 const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
 const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
 const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
 const WHY_BACKOFF_CAP: &str = "the backoff's cap raised from an hour to ten: it binds only from a job's tenth failed attempt (10 s doubled nine times is past an hour), which FORMAT.md §5.6 leaves to each program as the whole backoff is, and which the model's sequences, whose jobs have 10 attempts by default, reach only by chance";
-const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's delayed test (`run_at >= :now`): a job that falls due at the very millisecond of the listing shows as delayed; a program that reads its own clock cannot be made to meet that millisecond, and the step driver, whose clock the model sets, has no list";
+const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's delayed test (`run_at >= :now`, or `> :now + 1`): a job that falls due at the very millisecond of the listing (or the next) shows as delayed (or as ready); a program that reads its own clock cannot be made to meet that millisecond, and the step driver, whose clock the model sets, has no list";
 const WHY_ROLLBACK: &str = "a step's ROLLBACK made a no-op: the reference's steps fail after they began to write only when a statement fails, which a case can make happen only by an I/O error, and SQLite rolls a transaction back by itself on a full disk or a failed write (ioerror/work-disk-full passes this mutant: its worker lives on past its faults); a command-line process that fails a step exits, and a closed connection's transaction is rolled back. A long-lived server whose statement failed for another cause (a corrupt page) would keep its transaction open, but no case can cause that without breaking the file";
 const WHY_CLAIM_LEFT: &str = "leaves undone http.claim-left-gives-back, a `should`: the job that a claim takes for a client that has left comes back when its lease runs out, as http.claim-left (a `must`) allows and the legal variant serve-keeps-abandoned-claims does; http/poll-disconnect-gives-back (`should`) warns";
 const WHY_KEEP_ALIVE: &str = "closes the connection after a 405 without saying Connection: close: keeping a connection usable after a refusal is a `should` (http/keep-alive-after-refusal warns), and a client that sends again on a new connection is served";
