@@ -70,8 +70,10 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     // check, a claim outside BEGIN IMMEDIATE, an endpoint without the
     // token, no body limit; and the faults of the http family.
     ("finish-without-token", "http/wrong-token-409"),
+    // (http/mixed-delivery meets split-claim's race only now and then: its
+    // claims are spread out in time, and a loaded CI passed it with every
+    // seed. claims-race makes the claims collide.)
     ("split-claim", "http/claims-race"),
-    ("split-claim", "http/mixed-delivery"),
     ("serve-unauthenticated-delete", "http/auth"),
     ("serve-no-body-limit", "http/body-limit"),
     ("short-token", "steps/claim-token-fresh"),
