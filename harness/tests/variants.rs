@@ -94,9 +94,22 @@ fn heavy_every_legal_variant_passes_every_must_case() {
         let run = std::time::Instant::now();
         let (code, reports, stderr) = run_suite(&args, &[("UKUE_VARIANT", name)]);
         let ran = reports.len().saturating_sub(1);
-        eprintln!("{name}: {ran} cases in {:.0?}: {}", run.elapsed(), cases.join(" "));
+        let failures = must_failures(&reports);
+        // The failed ones on the same line: a log cut short still names them.
+        let failed: Vec<String> =
+            failures.iter().map(|(case, status, _)| format!("{case} {status}")).collect();
+        eprintln!(
+            "{name}: {ran} cases in {:.0?}: {}{}",
+            run.elapsed(),
+            cases.join(" "),
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; must cases not passed: {}", failed.join(", "))
+            }
+        );
         let summary_ok = reports.last().is_some_and(|s| s.get("summary").is_some());
-        (code, must_failures(&reports), summary_ok, stderr)
+        (code, failures, summary_ok, stderr)
     });
     eprintln!("every variant ran in {:.0?}", started.elapsed());
     let listed = |name: &str, case: &str| {
