@@ -14,8 +14,9 @@ lost lease stops the command. SIGINT or SIGTERM stops claiming, gives a
 running command --grace seconds, then stops it and releases its job.
 
 The server is UKUE_URL (default http://127.0.0.1:7660) or --url; the token,
-if it needs one, UKUE_TOKEN. A server that cannot be reached is tried
-again, so the worker outlives a restart of the server.
+if it needs one, UKUE_TOKEN. A server that cannot be reached, or that
+answers 5xx (its file busy with other writers: "database is locked"), is
+tried again, so the worker outlives a restart of the server and a busy file.
 """
 import argparse
 import json
@@ -35,6 +36,10 @@ class Lost(Exception):
     """The server answered 409: this worker no longer holds the job."""
 
 
+class Unavailable(RuntimeError):
+    """The server answered 5xx: it could not do it now (a busy file)."""
+
+
 class Stop(Exception):
     """A signal came while the worker waited for a job."""
 
@@ -46,7 +51,8 @@ class Client:
 
     def call(self, path, body, timeout):
         """POST one request; the decoded JSON, None for 204. Raises Lost on
-        409, RuntimeError on any other refusal, OSError when unreachable."""
+        409, Unavailable on 5xx, RuntimeError on any other refusal, OSError
+        when unreachable."""
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST")
         req.add_header("Content-Type", "application/json")
         if self.token:
@@ -58,6 +64,8 @@ class Client:
             detail = e.read().decode(errors="replace")
             if e.code == 409:
                 raise Lost(detail) from None
+            if e.code >= 500:
+                raise Unavailable(f"POST {path}: HTTP {e.code}: {detail}") from None
             raise RuntimeError(f"POST {path}: HTTP {e.code}: {detail}") from None
 
     def settle(self, path, body, stopping):
@@ -70,7 +78,7 @@ class Client:
                 return True
             except Lost:
                 return False
-            except (OSError, urllib.error.URLError) as e:
+            except (OSError, urllib.error.URLError, Unavailable) as e:
                 log(f"{path}: {e}; trying again")
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0)
@@ -101,7 +109,7 @@ class Worker:
                 return self.client.call("/v1/claim", body, timeout=self.args.wait + 30)
             except Stop:
                 return None
-            except (OSError, urllib.error.URLError) as e:
+            except (OSError, urllib.error.URLError, Unavailable) as e:
                 log(f"claim: {e}; trying again")
             finally:
                 self.waiting = False

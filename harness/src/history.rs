@@ -44,8 +44,9 @@ pub struct Execution {
     /// None when the probe never wrote its end (it was killed).
     pub end_ms: Option<i64>,
     pub held_at_start: Option<bool>,
-    /// Not held at its start because the job had been reaped: its claim
-    /// had committed, and its lease ran out before the command started.
+    /// Not held at its start because the job had been reaped (and maybe
+    /// claimed again): its claim had committed, and its lease ran out
+    /// before the command started.
     pub reaped_before_start: bool,
     pub held_at_end: Option<bool>,
     pub exit: Option<i32>,

@@ -278,6 +278,7 @@ fn run_in(
         );
         // Kill what the case started before its files are checked.
         ctx.procs.kill_all();
+        ctx.note_busy_refusals();
         let result = result.and_then(|()| check_files(&ctx));
         let history = ctx.take_history().or_else(|| common::history_so_far(&ctx));
         let (notes, figures, scale) =

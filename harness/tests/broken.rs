@@ -86,6 +86,7 @@ const CAUGHT_BY: &[(&str, &str)] = &[
     ("serve-refuses-unread", "http/keep-alive-after-refusal"),
     // The servers of spec/COMMAND.md §6 and §13 (`serve-retry-conflict`'s case is a `should`).
     ("serve-negative-delay", "http/refusals"),
+    ("serve-id-sign-dropped", "http/refusals"),
     ("serve-retry-conflict", "http/refusal-statuses"),
     ("serve-milliseconds", "http/add-options"),
     ("serve-milliseconds", "http/claim-options"),

@@ -83,11 +83,13 @@ fn drain_while_adding(ctx: &mut Ctx) -> CaseResult {
                     payloads
                         .iter()
                         .map(|p| {
-                            let job = if who.name == "add_job.py" {
-                                ctx_ref.python_add(file_ref, "q", p, &[])?
-                            } else {
-                                ctx_ref.add(who, file_ref, "q", p, &[])?
-                            };
+                            let job = ctx_ref.past_busy(|| {
+                                if who.name == "add_job.py" {
+                                    ctx_ref.python_add(file_ref, "q", p, &[])
+                                } else {
+                                    ctx_ref.add(who, file_ref, "q", p, &[])
+                                }
+                            })?;
                             Ok(Added { job, payload: p.clone(), by: who.name.clone() })
                         })
                         .collect()

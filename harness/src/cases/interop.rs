@@ -130,8 +130,12 @@ fn add_each(
         .into_iter()
         .map(|payload| {
             let (job, by) = match producer {
-                Producer::Program(who) => (ctx.add(who, file, "q", &payload, &[])?, who.name.clone()),
-                Producer::Python => (ctx.python_add(file, "q", &payload, &[])?, "add_job.py".to_string()),
+                Producer::Program(who) => {
+                    (ctx.past_busy(|| ctx.add(who, file, "q", &payload, &[]))?, who.name.clone())
+                }
+                Producer::Python => {
+                    (ctx.past_busy(|| ctx.python_add(file, "q", &payload, &[]))?, "add_job.py".to_string())
+                }
             };
             Ok(Added { job, payload, by })
         })

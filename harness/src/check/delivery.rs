@@ -253,8 +253,9 @@ fn beyond_max(job: i64, run: &Execution) -> Finding {
 
 /// A command must start only once its claim has committed: the file shows
 /// the job running with this attempt when it starts, or back in `ready`
-/// with this attempt counted (its claim committed, and its lease ran out
-/// before the command started: a worker stalled on a loaded machine).
+/// with this attempt counted, or with a later attempt counted (its claim
+/// committed, and its lease ran out before the command started: a worker
+/// stalled on a loaded machine).
 pub fn held_at_start(history: &History) -> Vec<Finding> {
     history
         .executions

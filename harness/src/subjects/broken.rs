@@ -66,6 +66,8 @@ pub enum ServeFlaw {
     JsonContentTypeOnly,
     /// A fail's `retry_in` is ignored: the backoff always.
     IgnoresRetryIn,
+    /// A step's job id is read with its sign dropped: `/v1/jobs/-2/ack` acks job 2.
+    IdSignDropped,
     /// A call about a held job whose lease has run out answers 409, though
     /// nobody has put the job back.
     ExpiredLeaseLost,
@@ -337,6 +339,13 @@ pub const BUGS: &[Bug] = &[
         edits: &[],
         replaced: &[],
         serve: ServeFlaw::JsonContentTypeOnly,
+    },
+    Bug {
+        name: "serve-id-sign-dropped",
+        what: "http.id: the job id of a step's path (ack, fail, extend, release) is read with its sign dropped, so /v1/jobs/-2/ack acks job 2",
+        edits: &[],
+        replaced: &[],
+        serve: ServeFlaw::IdSignDropped,
     },
     Bug {
         name: "serve-ignores-retry-in",

@@ -104,6 +104,22 @@ pub fn flawed(options: &OpenOptions, mut args: ServeArgs, flaw: ServeFlaw) -> an
                 }
             },
         ),
+        // Before the routes: an outer router sends every request to the
+        // API, through a layer that takes the sign off a step's id.
+        ServeFlaw::IdSignDropped => layered(args, |api| {
+            Router::new().fallback_service(api).layer(from_fn(
+                |mut request: Request, next: Next| async move {
+                    let path = request.uri().path();
+                    let step = ["/ack", "/fail", "/extend", "/release"].iter().any(|s| path.ends_with(s));
+                    if let Some(rest) = path.strip_prefix("/v1/jobs/-").filter(|_| step) {
+                        if let Ok(uri) = format!("/v1/jobs/{rest}").parse() {
+                            *request.uri_mut() = uri;
+                        }
+                    }
+                    next.run(request).await
+                },
+            ))
+        }),
         ServeFlaw::DurationsInMilliseconds => edit_body(
             args,
             |m, _| m == "POST",

@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,11 @@ use super::process::{Procs, Spawned};
 use super::{Subject, Subjects};
 use crate::history::{History, WorkerEvents};
 use crate::subjects::Failure;
+
+/// How long [`Ctx::past_busy`] takes a step again while the file is busy:
+/// a dozen of FORMAT.md §4.1's busy timeouts. A file that stays busy for
+/// so long is stuck, not shared.
+pub const BUSY_PATIENCE: Duration = Duration::from_secs(60);
 
 /// How long one command of a subject may take before the case fails.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -53,6 +59,8 @@ pub struct Ctx {
     pub events: WorkerEvents,
     /// The history the case's checks read, for the report's timeline.
     history: Mutex<Option<History>>,
+    /// The steps that gave up on a busy file ([`Ctx::past_busy`]).
+    busy_refusals: AtomicU64,
 }
 
 /// The crash family's kills in a default run.
@@ -81,6 +89,43 @@ impl Ctx {
             figures: Default::default(),
             events: WorkerEvents::default(),
             history: Mutex::new(None),
+            busy_refusals: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `step`, and runs it again while it gives up on a busy file
+    /// ([`Failure::is_busy`]), for up to [`BUSY_PATIENCE`], as an
+    /// application does. For the cases whose many processes keep the file
+    /// busy on purpose: FORMAT.md §4.1 asks a program to wait only a busy
+    /// timeout (5 s) for another writer, and a loaded machine can keep a
+    /// correct one waiting longer. Each refusal counts (`busy_refusals`).
+    /// A step refused as busy must have changed nothing: one that did
+    /// leaves a job whose payload no acknowledged add had, which the
+    /// delivery checks find.
+    pub fn past_busy<T>(&self, mut step: impl FnMut() -> Result<T, Failure>) -> Result<T, Failure> {
+        let until = Instant::now() + BUSY_PATIENCE;
+        loop {
+            match step() {
+                Err(refused) if refused.is_busy() && Instant::now() < until => self.count_busy_refusal(),
+                done => return done,
+            }
+        }
+    }
+
+    /// Counts a step of the case's that gave up on a busy file.
+    pub fn count_busy_refusal(&self) {
+        self.busy_refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes the busy refusals, if any, in the notes and figures.
+    pub fn note_busy_refusals(&mut self) {
+        let refused = *self.busy_refusals.get_mut();
+        if refused > 0 {
+            self.notes.push(format!(
+                "{refused} steps of the case gave up on the busy file (\"{}\")",
+                super::LOCKED
+            ));
+            *self.figures.entry("busy_refusals".to_string()).or_default() += refused;
         }
     }
 

@@ -4,6 +4,10 @@
 
 use crate::history::Blame;
 
+/// SQLite's error when a busy wait runs out (`SQLITE_BUSY`), in every
+/// language's binding: what a subject says when it gave up on a busy file.
+pub const LOCKED: &str = "database is locked";
+
 /// How a case went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
@@ -40,6 +44,12 @@ impl Failure {
     }
     /// The failure, blaming `blame` (what [`crate::check::blame`] finds
     /// its findings name).
+    /// The subject gave up on a file busy with other writers: a step it
+    /// may take again (FORMAT.md §4.1), not a broken rule.
+    pub fn is_busy(&self) -> bool {
+        self.kind == FailureKind::Fail && self.seen.contains(LOCKED)
+    }
+
     pub fn blaming(self, blame: Blame) -> Failure {
         Failure { blame, ..self }
     }

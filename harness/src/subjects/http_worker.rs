@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::ctx::{path_str, Ctx, COMMAND_TIMEOUT};
 use super::server::Client;
 use super::worker::{probe_log, WorkerProcess};
-use crate::subjects::Failure;
+use crate::subjects::{Failure, LOCKED};
 
 /// The lease the HTTP workers ask for: long enough that nothing is reaped.
 pub const LEASE_S: u64 = 60;
@@ -46,7 +46,8 @@ pub fn work(
 ) -> Result<Tally, Failure> {
     let mut tally = Tally::default();
     while !stop.load(Ordering::SeqCst) {
-        let Some(job) = client.claim(json!({"queue": queue, "lease": LEASE_S, "wait": WAIT_S}))? else {
+        let claim = || client.claim(json!({"queue": queue, "lease": LEASE_S, "wait": WAIT_S}));
+        let Some(job) = ctx.past_busy(claim)? else {
             continue;
         };
         let id = job["id"].as_i64().unwrap_or(-1);
@@ -56,7 +57,17 @@ pub fn work(
             PERMANENT => ("fail", json!({"token": job["token"], "error": "exit 65", "dead": true})),
             other => ("fail", json!({"token": job["token"], "error": format!("exit {other}")})),
         };
-        let reply = client.post(&format!("/v1/jobs/{id}/{step}"), body)?;
+        // A busy answer changed nothing: the job is still held, and the
+        // step is taken again.
+        let reply = ctx.past_busy(|| {
+            let reply = client.post(&format!("/v1/jobs/{id}/{step}"), body.clone())?;
+            match reply.status {
+                500.. if reply.text().contains(LOCKED) => {
+                    Err(Failure::fail(format!("{step} of job {id}"), reply.show()))
+                }
+                _ => Ok(reply),
+            }
+        })?;
         if reply.status != 200 {
             tally.refused.push(format!("job {id}: {step}: {}", reply.show()));
         }

@@ -61,7 +61,7 @@ pub mod worker;
 
 use std::path::PathBuf;
 
-pub use failure::{Failure, FailureKind};
+pub use failure::{Failure, FailureKind, LOCKED};
 
 /// A program with the ukue command line (spec/COMMAND.md), or the
 /// subset of it that add_job.py offers.

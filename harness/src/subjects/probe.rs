@@ -230,13 +230,18 @@ impl Record {
         (self.seen_state, self.seen_attempts) = holding.seen.unzip();
     }
 
-    /// The job was back in `ready` (or `dead`) with this attempt counted:
-    /// its claim had committed, and a claim reaped it when its lease ran
-    /// out (FORMAT.md §5.4).
+    /// The file showed this attempt's claim committed and its hold over
+    /// before the command started: the job back in `ready` (or `dead`)
+    /// with this attempt counted, reaped when its lease ran out (FORMAT.md
+    /// §5.4), or with a later attempt counted, in any state (reaped and
+    /// claimed again meanwhile: a worker stalled on a loaded machine
+    /// between its claim and its command).
     pub fn saw_it_reaped(&self) -> bool {
-        self.held == Some(false)
-            && self.seen_attempts == Some(self.attempt)
-            && matches!(self.seen_state.as_deref(), Some("ready" | "dead"))
+        match (self.held, self.seen_state.as_deref(), self.seen_attempts) {
+            (Some(false), Some("ready" | "dead"), Some(attempts)) => attempts >= self.attempt,
+            (Some(false), Some(_), Some(attempts)) => attempts > self.attempt,
+            _ => false,
+        }
     }
 }
 
@@ -245,7 +250,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_job_seen_ready_with_this_attempt_counted_was_reaped() {
+    fn a_job_seen_past_this_attempt_was_reaped() {
         let record = |held, seen: Option<(&str, i64)>| {
             let mut r =
                 Record { max_attempts: 3, queue: "q".into(), pid: 1, worker_pid: 1, ..Record::start(1, 2) };
@@ -254,9 +259,13 @@ mod tests {
         };
         assert!(record(false, Some(("ready", 2))).saw_it_reaped());
         assert!(record(false, Some(("dead", 2))).saw_it_reaped());
-        // Not yet claimed, taken by another claim, or gone: no reap shown.
+        // Reaped, and claimed again (and maybe finished) since.
+        assert!(record(false, Some(("running", 3))).saw_it_reaped());
+        assert!(record(false, Some(("done", 4))).saw_it_reaped());
+        // Not yet claimed, or not yet committed, or gone: no reap shown.
         assert!(!record(false, Some(("ready", 1))).saw_it_reaped());
-        assert!(!record(false, Some(("running", 3))).saw_it_reaped());
+        assert!(!record(false, Some(("running", 1))).saw_it_reaped());
+        assert!(!record(false, Some(("running", 2))).saw_it_reaped());
         assert!(!record(false, None).saw_it_reaped());
         assert!(!record(true, None).saw_it_reaped());
     }

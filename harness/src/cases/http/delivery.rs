@@ -230,11 +230,11 @@ fn produce(
 ) -> Result<Vec<Added>, Failure> {
     jobs.iter()
         .map(|(who, payload)| {
-            let job = match who {
-                Producer::Cli => ctx.add(ctx.subject(), file, "q", payload, &[])?,
-                Producer::Http => client.add(json!({"queue": "q", "payload": payload}))?,
-                Producer::Python => ctx.python_add(file, "q", payload, &[])?,
-            };
+            let job = ctx.past_busy(|| match who {
+                Producer::Cli => ctx.add(ctx.subject(), file, "q", payload, &[]),
+                Producer::Http => client.add(json!({"queue": "q", "payload": payload})),
+                Producer::Python => ctx.python_add(file, "q", payload, &[]),
+            })?;
             Ok(Added { job, payload: payload.clone(), by: who.name().to_string() })
         })
         .collect()
@@ -294,10 +294,12 @@ pub fn claims_race(ctx: &mut Ctx) -> CaseResult {
     let claimed: Result<Vec<i64>, Failure> = std::thread::scope(|scope| {
         let claimers: Vec<_> = (0..CLAIMERS)
             .map(|_| {
-                let client = &client;
+                let (client, ctx) = (&client, &*ctx);
                 scope.spawn(move || -> Result<Vec<i64>, Failure> {
                     let mut got = Vec::new();
-                    while let Some(job) = client.claim(json!({"queue": "q", "lease": 120}))? {
+                    while let Some(job) =
+                        ctx.past_busy(|| client.claim(json!({"queue": "q", "lease": 120})))?
+                    {
                         got.push(job["id"].as_i64().unwrap_or(-1));
                     }
                     Ok(got)

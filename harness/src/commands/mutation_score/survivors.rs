@@ -27,6 +27,7 @@ pub const BEYOND_THE_CASES: &[(&str, &str)] = &[
     ("find_tables/cmp-1", WHY_INDEX_NAMED_AS_TABLE),
     ("set_busy_timeout/const-1", WHY_BUSY_MS),
     ("set_busy_timeout/const-2", WHY_BUSY_MS),
+    ("set_busy_timeout/hand-1", WHY_NO_BUSY_WAIT),
     ("fail/const-1", WHY_BACKOFF_MS),
     ("fail/const-2", WHY_BACKOFF_MS),
     ("fail/const-9", WHY_BACKOFF_MS),
@@ -62,6 +63,7 @@ const WHY_INDEX_LOOK: &str = "the look for the `leases` index made to find none 
 const WHY_LOOK_EVERY_LEASE: &str = "the look reads the earliest lease's end negated, so while any job runs an idle worker sees a lease run out and goes on to the claim, which reaps none and takes none: the same outcomes, with a write transaction at each poll where the reference reads. Looking first is a `may` (FORMAT.md §5.4), and a program that never looks claims at each poll too";
 const WHY_INDEX_NAMED_AS_TABLE: &str = "`type <= 'table'` also takes indexes for tables, but an index bearing ukue_meta's or ukue_jobs's name leaves no room for the table: every program refuses such a file, and the published init switches it to WAL before it fails, so only the message shows it";
 const WHY_BUSY_MS: &str = "a busy timeout of 4999 or 5001 ms instead of FORMAT.md §4's 5000 (a `should`): a wait one millisecond longer or shorter beside another writer, past any run's timing";
+const WHY_NO_BUSY_WAIT: &str = "no busy timeout at all: a step that finds the file locked by another writer fails at once with `database is locked`. FORMAT.md §4.1's wait is a `should`, so a program without it is no less correct, and the cases whose many processes keep the file busy take a refused step again (`busy_refusals`); steps/add-waits-for-busy-file (`should`) warns";
 const WHY_BACKOFF_MS: &str = "the backoff's base, cap or random range moved by one millisecond: a draw tells it from the published backoff about once in a thousand or more (the model run, whose driver claims the published backoff, meets such a draw now and then), and FORMAT.md §5.6 lets each program pick its own backoff";
 const WHY_BACKOFF_CAP: &str = "the backoff's cap raised from an hour to ten: it binds only from a job's tenth failed attempt (10 s doubled nine times is past an hour), which FORMAT.md §5.6 leaves to each program as the whole backoff is, and which the model's sequences, whose jobs have 10 attempts by default, reach only by chance";
 const WHY_LIST_MS: &str = "a one-millisecond boundary of the clock in list's delayed test (`run_at >= :now`, or `> :now + 1`): a job that falls due at the very millisecond of the listing (or the next) shows as delayed (or as ready); a program that reads its own clock cannot be made to meet that millisecond, and the step driver, whose clock the model sets, has no list";
