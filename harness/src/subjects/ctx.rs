@@ -388,3 +388,70 @@ fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::Joi
         buf
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Ctx {
+        let nobody = Subject::binary("/nonexistent/ukue");
+        let subjects = Subjects {
+            subject: nobody.clone(),
+            reference: nobody,
+            python: None,
+            probe: PathBuf::from("/nonexistent/probe"),
+            strace: None,
+            python_driver: None,
+            python_http_worker: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        Ctx::new(std::env::temp_dir(), 1, Arc::new(subjects), "test".into(), deadline)
+    }
+
+    fn busy() -> Failure {
+        Failure::fail(
+            "`ukue add` to succeed",
+            format!("exit status 1: ukue add: {}", crate::subjects::LOCKED),
+        )
+    }
+
+    #[test]
+    fn a_step_refused_as_busy_is_taken_again_and_counted() {
+        let mut ctx = ctx();
+        let mut tries = 0;
+        let added = ctx.past_busy(|| {
+            tries += 1;
+            if tries < 3 {
+                Err(busy())
+            } else {
+                Ok(7)
+            }
+        });
+        assert_eq!(added, Ok(7));
+        assert_eq!(tries, 3);
+        ctx.note_busy_refusals();
+        assert_eq!(ctx.figures.get("busy_refusals"), Some(&2));
+        assert!(ctx.notes[0].starts_with("2 steps of the case gave up on the busy file"), "{:?}", ctx.notes);
+    }
+
+    #[test]
+    fn any_other_failure_is_not_taken_again() {
+        let mut ctx = ctx();
+        let mut tries = 0;
+        let other = Failure::fail("`ukue add` to succeed", "exit status 1: ukue add: no such file");
+        let crashed = Failure::error(
+            "`ukue add` to succeed",
+            format!("killed by SIGSEGV: {}", crate::subjects::LOCKED),
+        );
+        for refusal in [other, crashed] {
+            let seen = ctx.past_busy(|| -> Result<i64, Failure> {
+                tries += 1;
+                Err(refusal.clone())
+            });
+            assert_eq!(seen, Err(refusal));
+        }
+        assert_eq!(tries, 2);
+        ctx.note_busy_refusals();
+        assert!(ctx.figures.is_empty() && ctx.notes.is_empty());
+    }
+}
