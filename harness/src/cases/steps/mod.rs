@@ -13,6 +13,7 @@ mod add;
 mod claim;
 pub(crate) mod contract;
 mod finish;
+mod look;
 mod manage;
 mod paths;
 mod reading;
@@ -27,6 +28,7 @@ use crate::cases::{Case, Level, Needs};
 use add::*;
 use claim::*;
 use finish::*;
+use look::*;
 use manage::*;
 use paths::*;
 use reading::*;
@@ -49,6 +51,7 @@ pub fn cases() -> Vec<Case> {
         case("steps/lease-reaped-counted", "5.4", "a claim on any queue reaps an expired lease as a failed attempt", lease_reaped_counted),
         case("steps/lease-reaped-beside-live-lease", "5.4", "a worker whose queue has no due job reaps a lease that ran out beside one that holds, and leaves that one alone", lease_reaped_beside_live_lease),
         Case { level: Level::Should, ..case("steps/lease-reaped-backoff", "5.4", "an expired lease is reaped to ready after 10 s plus up to 10%, the published command's backoff", lease_reaped_backoff) },
+        Case { level: Level::Should, needs: Needs { strace: true, ..Needs::default() }, ..case("steps/idle-worker-looks-first", "5.4", "an idle worker looks without the write lock: with its queue's job an hour off and another queue's jobs due and running, it takes SQLite's write lock at under a quarter of its reads (traced)", idle_worker_looks_first) },
         case("steps/lease-reaped-last-attempt-dead", "5.4", "an expired lease on the last attempt sends the job to dead", lease_reaped_dead),
         case("steps/paths-to-last-attempt", "5.6", "after an earlier failure, each way an attempt ends (exit 3, exit 65, a timeout, a lease reaped, a give-back at the grace's end) on the attempt before the last leaves the job ready, on the last dead (a give-back neither); last_error and updated_at are the step's", paths_to_last_attempt),
         case("steps/keep-done", "5.5", "a finished job is deleted, or kept as done with --keep-done", keep_done),
