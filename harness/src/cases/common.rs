@@ -142,7 +142,7 @@ pub fn ran_exactly_once(ctx: &Ctx, file: &Path, added: Vec<Added>) -> Result<(),
     )
 }
 
-pub use crate::subjects::LOCKED;
+use crate::subjects::LOCKED;
 
 /// The lines of the case's workers' output (the `worker-N.stdout` and
 /// `.stderr` files of its directory) that say [`LOCKED`]: a step that gave

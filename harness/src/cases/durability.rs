@@ -44,9 +44,7 @@ pub fn cases() -> Vec<Case> {
 
 /// The file and its -wal, as strace -y names them (absolute, resolved).
 fn commit_files(file: &Path) -> Result<Vec<String>, Failure> {
-    let dir = std::fs::canonicalize(file.parent().unwrap_or(Path::new(".")))?;
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let main = dir.join(name).display().to_string();
+    let main = strace::traced_path(file)?;
     Ok(vec![format!("{main}-wal"), main])
 }
 

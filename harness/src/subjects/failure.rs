@@ -42,14 +42,14 @@ impl Failure {
     pub fn timeout(expected: impl Into<String>, seen: impl Into<String>) -> Failure {
         Failure::new(FailureKind::Timeout, expected, seen)
     }
-    /// The failure, blaming `blame` (what [`crate::check::blame`] finds
-    /// its findings name).
     /// The subject gave up on a file busy with other writers: a step it
     /// may take again (FORMAT.md §4.1), not a broken rule.
     pub fn is_busy(&self) -> bool {
         self.kind == FailureKind::Fail && self.seen.contains(LOCKED)
     }
 
+    /// The failure, blaming `blame` (what [`crate::check::blame`] finds
+    /// its findings name).
     pub fn blaming(self, blame: Blame) -> Failure {
         Failure { blame, ..self }
     }

@@ -9,7 +9,6 @@
 //! the write lock is an exclusive lock on byte 120 (SQLite's
 //! WAL_WRITE_LOCK), which every claim's `BEGIN IMMEDIATE` takes.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -47,13 +46,6 @@ fn locks(trace: &str) -> (usize, usize) {
     (reads, writes)
 }
 
-/// The `-shm` of `file`, as strace -P needs it (absolute, resolved).
-fn shm(file: &Path) -> Result<String, Failure> {
-    let dir = std::fs::canonicalize(file.parent().unwrap_or(Path::new(".")))?;
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    Ok(format!("{}-shm", dir.join(name).display()))
-}
-
 /// An idle worker (`--poll 20ms`) looks without the write lock: it takes
 /// SQLite's write lock at under a quarter of its reads. Its queue's one
 /// job is due in an hour; another queue has a job due and one running,
@@ -72,7 +64,8 @@ pub fn idle_worker_looks_first(ctx: &mut Ctx) -> CaseResult {
     let subject = ctx.subject().clone();
     let trace = ctx.path("work.strace");
     let work = ["work", path_str(&file), "q", "--poll", "20ms", "--", "true"];
-    let args = Invocation::calls_on("fcntl", [shm(&file)?]).args(&trace, &command(&subject, &work));
+    let args = Invocation::calls_on("fcntl", [format!("{}-shm", strace::traced_path(&file)?)])
+        .args(&trace, &command(&subject, &work));
     let shown: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut traced = ctx.spawn(&strace::program(ctx)?, &shown, Stdio::null(), Stdio::null())?;
     let looked = ctx.wait_for(

@@ -106,6 +106,14 @@ impl Invocation {
     }
 }
 
+/// `file` as `strace -y` names it and `-P` matches it: absolute, its
+/// directory's links resolved (the file itself need not exist yet).
+pub fn traced_path(file: &Path) -> Result<String, Failure> {
+    let dir = std::fs::canonicalize(file.parent().unwrap_or(Path::new(".")))?;
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    Ok(dir.join(name).display().to_string())
+}
+
 /// Whether `strace` can trace as [`Invocation::args`] asks: `--seccomp-bpf`
 /// needs strace 5.3 or newer, and tracing at all needs ptrace (a container
 /// may forbid it). Any other strace is no strace to the cases, which are
